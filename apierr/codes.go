@@ -69,6 +69,8 @@ const (
 	Selfservice
 	// Busy: the server is overloaded (for example the KDF queue is full).
 	Busy
+	// Method: the path exists but not for this HTTP method.
+	Method
 )
 
 // Row is one line of the table.
@@ -110,6 +112,7 @@ var table = map[Code]Row{
 	RealmAttributes:      {908, http.StatusBadRequest, "The realm has custom user attributes."},
 	Selfservice:          {807, http.StatusBadRequest, "Self-service error."},
 	Busy:                 {903, http.StatusServiceUnavailable, "The server is busy, please try again later."},
+	Method:               {905, http.StatusMethodNotAllowed, "The method is not allowed for this path."},
 }
 
 // Lookup returns the row of a code. An unknown code gives the Server row.
@@ -123,7 +126,7 @@ func Lookup(c Code) Row {
 // Codes lists every code of the table (for tests that walk it).
 func Codes() []Code {
 	out := make([]Code, 0, len(table))
-	for c := Server; c <= Busy; c++ {
+	for c := Server; c <= Method; c++ {
 		out = append(out, c)
 	}
 	return out

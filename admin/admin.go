@@ -1,0 +1,256 @@
+// Package admin owns the local administrator accounts: names and Argon2id
+// password hashes kept in the store. Realm users who log in as admins
+// (superuser realms) are not stored here; they come from their resolvers.
+//
+// Package admin sits on floor 2: it imports store, apierr and
+// internal/secret, and nothing that knows HTTP.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/store"
+)
+
+// bucket holds one JSON record per administrator, keyed by name.
+const bucket = "admins"
+
+const schema = 1
+
+// Limits on names and passwords.
+const (
+	MaxNameLen     = 64
+	MaxPasswordLen = 1024
+)
+
+// Errors of this package.
+var (
+	ErrNotFound = apierr.New(apierr.ResourceNotFound, "The requested administrator could not be found.")
+	ErrExists   = apierr.New(apierr.ConfigAdmin, "An administrator with this name already exists.")
+	ErrBadName  = apierr.New(apierr.Parameter, "The administrator name must be 1 to 64 printable characters without spaces.")
+	ErrBadPass  = apierr.New(apierr.Parameter, "The password must be 1 to 1024 bytes long.")
+	ErrBusy     = apierr.New(apierr.Busy, "The server is busy, please try again later.")
+)
+
+// Admin is the public view of an account: never the hash.
+type Admin struct {
+	Name            string    `json:"username"`
+	Created         time.Time `json:"created"`
+	PasswordChanged time.Time `json:"password_changed"`
+}
+
+type record struct {
+	store.Versioned
+	Name    string    `json:"name"`
+	Hash    string    `json:"hash"`
+	Created time.Time `json:"created"`
+	Changed time.Time `json:"changed"`
+}
+
+// Service manages the accounts.
+type Service struct {
+	st     store.Store
+	hasher *secret.Hasher
+	now    func() time.Time
+}
+
+// New returns the service. now is the injected clock.
+func New(st store.Store, hasher *secret.Hasher, now func() time.Time) *Service {
+	return &Service{st: st, hasher: hasher, now: now}
+}
+
+// ValidName reports whether name can be an administrator name.
+func ValidName(name string) bool {
+	if name == "" || len(name) > MaxNameLen || !utf8.ValidString(name) {
+		return false
+	}
+	for _, r := range name {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func validPassword(pw string) bool { return pw != "" && len(pw) <= MaxPasswordLen }
+
+// hash turns the KDF's errors into API errors.
+func (s *Service) hash(ctx context.Context, password string) (string, error) {
+	h, err := s.hasher.Hash(ctx, password)
+	if err != nil {
+		return "", kdfError(err)
+	}
+	return h, nil
+}
+
+func kdfError(err error) error {
+	if errors.Is(err, secret.ErrBusy) {
+		return ErrBusy.Wrap(err)
+	}
+	return err
+}
+
+// Add creates an administrator. It fails with ErrExists when the name is
+// taken.
+func (s *Service) Add(ctx context.Context, name, password string) error {
+	if !ValidName(name) {
+		return ErrBadName
+	}
+	if !validPassword(password) {
+		return ErrBadPass
+	}
+	h, err := s.hash(ctx, password)
+	if err != nil {
+		return err
+	}
+	now := s.now().UTC()
+	return s.st.Update(ctx, func(tx store.Tx) error {
+		b := tx.Bucket(bucket)
+		if b.Get([]byte(name)) != nil {
+			return fmt.Errorf("admin %s: %w", name, ErrExists)
+		}
+		return store.PutJSON(b, []byte(name), record{
+			Versioned: store.Versioned{Schema: schema},
+			Name:      name, Hash: h, Created: now, Changed: now,
+		})
+	})
+}
+
+// SetPassword replaces an administrator's password.
+func (s *Service) SetPassword(ctx context.Context, name, password string) error {
+	if !validPassword(password) {
+		return ErrBadPass
+	}
+	h, err := s.hash(ctx, password)
+	if err != nil {
+		return err
+	}
+	now := s.now().UTC()
+	return s.st.Update(ctx, func(tx store.Tx) error {
+		b := tx.Bucket(bucket)
+		var rec record
+		if err := store.GetJSON(b, []byte(name), &rec); err != nil {
+			return notFound(name, err)
+		}
+		rec.Hash, rec.Changed = h, now
+		return store.PutJSON(b, []byte(name), rec)
+	})
+}
+
+// Delete removes an administrator.
+func (s *Service) Delete(ctx context.Context, name string) error {
+	return s.st.Update(ctx, func(tx store.Tx) error {
+		b := tx.Bucket(bucket)
+		if b.Get([]byte(name)) == nil {
+			return fmt.Errorf("admin %s: %w", name, ErrNotFound)
+		}
+		return b.Delete([]byte(name))
+	})
+}
+
+// List returns all administrators ordered by name.
+func (s *Service) List(ctx context.Context) ([]Admin, error) {
+	var out []Admin
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		out = out[:0]
+		return tx.Bucket(bucket).ForEach(nil, func(k, v []byte) error {
+			var rec record
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("admin %s: decode: %w", k, err)
+			}
+			out = append(out, Admin{Name: rec.Name, Created: rec.Created, PasswordChanged: rec.Changed})
+			return nil
+		})
+	})
+	slices.SortFunc(out, func(a, b Admin) int { return strings.Compare(a.Name, b.Name) })
+	return out, err
+}
+
+// Exists reports whether an administrator with that name exists.
+func (s *Service) Exists(ctx context.Context, name string) (bool, error) {
+	var ok bool
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		ok = tx.Bucket(bucket).Get([]byte(name)) != nil
+		return nil
+	})
+	return ok, err
+}
+
+// Count returns the number of administrators.
+func (s *Service) Count(ctx context.Context) (int, error) {
+	n := 0
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		n = 0
+		return tx.Bucket(bucket).ForEach(nil, func(_, _ []byte) error { n++; return nil })
+	})
+	return n, err
+}
+
+// Check verifies name and password. A wrong password or an unknown name is
+// a result (false, nil), not an error; an unknown name still costs one
+// hash so timing does not tell which names exist. A hash made with other
+// parameters than the configured ones is replaced after it verifies.
+func (s *Service) Check(ctx context.Context, name, password string) (bool, error) {
+	var rec record
+	found := false
+	if ValidName(name) {
+		err := s.st.View(ctx, func(tx store.Tx) error {
+			err := store.GetJSON(tx.Bucket(bucket), []byte(name), &rec)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			}
+			found = err == nil
+			return err
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+	if !found || len(password) > MaxPasswordLen {
+		s.hasher.Dummy(ctx, password)
+		return false, nil
+	}
+	ok, rehash, err := s.hasher.Verify(ctx, rec.Hash, password)
+	if err != nil {
+		return false, kdfError(err)
+	}
+	if ok && rehash {
+		s.rehash(ctx, name, rec.Hash, password)
+	}
+	return ok, nil
+}
+
+// rehash stores a hash with the current parameters, unless the password
+// was changed meanwhile. Failing to rehash does not fail the login.
+func (s *Service) rehash(ctx context.Context, name, old, password string) {
+	h, err := s.hasher.Hash(ctx, password)
+	if err != nil {
+		return
+	}
+	_ = s.st.Update(ctx, func(tx store.Tx) error {
+		b := tx.Bucket(bucket)
+		var rec record
+		if err := store.GetJSON(b, []byte(name), &rec); err != nil || rec.Hash != old {
+			return nil
+		}
+		rec.Hash = h
+		return store.PutJSON(b, []byte(name), rec)
+	})
+}
+
+func notFound(name string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("admin %s: %w", name, ErrNotFound)
+	}
+	return err
+}

@@ -1,0 +1,255 @@
+// Package authsrv is an OTP authentication server compatible with
+// privacyIDEA's HTTP API, as a library. New builds a Server from options;
+// the Server wires every subsystem to one store, one key set, one logger and
+// one clock, and exposes them so that a Go program can manage and check
+// credentials without HTTP. Package server mounts the HTTP API on a Server.
+//
+// Package authsrv sits on floor 5: it imports the subsystems and never the
+// server package.
+package authsrv
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/authsrv/authsrv/admin"
+	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/store"
+	"github.com/authsrv/authsrv/store/bolt"
+)
+
+// Version is the release of this module.
+const Version = "0.1.0"
+
+// Product is the service name shown in the envelope's version text.
+const Product = "authsrv"
+
+// Files in a data directory.
+const (
+	DBFile     = "authsrv.db"
+	EncKeyFile = "enckey"
+	JWTKeyFile = "jwtkey"
+)
+
+// serverBucket holds the root package's own records (the enckey canary).
+const serverBucket = "server"
+
+var canaryKey = []byte("enckey_canary")
+
+// ErrWrongKey means the enckey does not match the data.
+var ErrWrongKey = errors.New("the enckey does not match this data (canary check failed): start with the enckey these data were written with")
+
+// Server is one authsrv instance.
+type Server struct {
+	cfg       config
+	st        store.Store
+	ownsStore bool
+	sealer    *secret.Sealer
+	hasher    *secret.Hasher
+	jwtKey    []byte
+	admins    *admin.Service
+
+	started   atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+	done      chan struct{}
+}
+
+// New builds a Server: it opens (or creates) the store and keys, checks the
+// enckey against the data, and wires the subsystems. It starts no
+// goroutines; call Run for background work.
+func New(opts ...Option) (*Server, error) {
+	cfg := defaults()
+	var errs []error
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("authsrv: %w", err)
+	}
+	if cfg.rand == nil {
+		cfg.rand = rand.Reader
+	}
+	s := &Server{cfg: cfg, done: make(chan struct{})}
+	if err := s.open(); err != nil {
+		if s.ownsStore && s.st != nil {
+			_ = s.st.Close()
+		}
+		return nil, fmt.Errorf("authsrv: %w", err)
+	}
+	s.started.Store(true)
+	return s, nil
+}
+
+func (s *Server) open() error {
+	c := &s.cfg
+	if c.dataDir != "" {
+		if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
+			return fmt.Errorf("data directory: %w", err)
+		}
+		dbPath := filepath.Join(c.dataDir, DBFile)
+		_, statErr := os.Stat(dbPath)
+		hasData := statErr == nil
+		if c.encKey == nil {
+			keyPath := filepath.Join(c.dataDir, EncKeyFile)
+			if _, err := os.Stat(keyPath); hasData && errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%s holds data but no enckey: restore the enckey these data were written with", c.dataDir)
+			}
+			key, _, err := secret.LoadOrCreateKeyFile(keyPath, c.rand)
+			if err != nil {
+				return err
+			}
+			c.encKey = key
+		}
+		if c.jwtKey == nil {
+			key, _, err := secret.LoadOrCreateKeyFile(filepath.Join(c.dataDir, JWTKeyFile), c.rand)
+			if err != nil {
+				return err
+			}
+			c.jwtKey = key
+		}
+		if c.st == nil {
+			db, err := bolt.Open(dbPath, bolt.Options{Timeout: c.openTimeout})
+			if err != nil {
+				return err
+			}
+			s.st, s.ownsStore = db, true
+		}
+	}
+	if s.st == nil {
+		s.st = c.st
+	}
+	sealer, err := secret.NewSealer(c.rand, c.encKey)
+	if err != nil {
+		return fmt.Errorf("enckey: %w", err)
+	}
+	s.sealer = sealer
+	if err := checkCanary(context.Background(), s.st, sealer); err != nil {
+		return err
+	}
+	hasher, err := secret.NewHasher(secret.HasherConfig{
+		Params: c.kdf, BudgetBytes: c.kdfBudget, MaxWait: c.kdfMaxWait, Rand: c.rand,
+	})
+	if err != nil {
+		return fmt.Errorf("kdf: %w", err)
+	}
+	s.hasher = hasher
+	s.jwtKey = c.jwtKey
+	s.admins = admin.New(s.st, hasher, c.now)
+	return nil
+}
+
+// checkCanary seals a known value at first start and checks it later, so a
+// wrong enckey stops the start instead of producing unreadable secrets.
+func checkCanary(ctx context.Context, st store.Store, sealer *secret.Sealer) error {
+	var canary []byte
+	if err := st.View(ctx, func(tx store.Tx) error {
+		canary = append([]byte(nil), tx.Bucket(serverBucket).Get(canaryKey)...)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if len(canary) > 0 {
+		if err := sealer.CheckCanary(canary); err != nil {
+			return ErrWrongKey
+		}
+		return nil
+	}
+	fresh, err := sealer.NewCanary()
+	if err != nil {
+		return err
+	}
+	return st.Update(ctx, func(tx store.Tx) error {
+		b := tx.Bucket(serverBucket)
+		if existing := b.Get(canaryKey); existing != nil {
+			if sealer.CheckCanary(existing) != nil {
+				return ErrWrongKey
+			}
+			return nil
+		}
+		return b.Put(canaryKey, fresh)
+	})
+}
+
+// Run does the server's background work until ctx ends or Close is
+// called. It returns nil then.
+func (s *Server) Run(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+	case <-s.done:
+	}
+	return nil
+}
+
+// Close releases the server. It is idempotent.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.started.Store(false)
+		close(s.done)
+		if s.ownsStore {
+			s.closeErr = s.st.Close()
+		}
+	})
+	return s.closeErr
+}
+
+// Store is the store every subsystem writes to.
+func (s *Server) Store() store.Store { return s.st }
+
+// Admins manages the local administrator accounts.
+func (s *Server) Admins() *admin.Service { return s.admins }
+
+// Sealer seals secrets at rest.
+func (s *Server) Sealer() *secret.Sealer { return s.sealer }
+
+// Hasher hashes and verifies PINs and passwords through the KDF limiter.
+func (s *Server) Hasher() *secret.Hasher { return s.hasher }
+
+// JWTKey is the HS256 key of the API's tokens.
+func (s *Server) JWTKey() []byte { return s.jwtKey }
+
+// JWTLifetime is how long an issued API token is valid.
+func (s *Server) JWTLifetime() time.Duration { return s.cfg.jwtLifetime }
+
+// Logger is the server's logger.
+func (s *Server) Logger() zerolog.Logger { return s.cfg.log }
+
+// Now is the server's clock.
+func (s *Server) Now() time.Time { return s.cfg.now() }
+
+// NodeName names this node.
+func (s *Server) NodeName() string { return s.cfg.nodeName }
+
+// DataDir is the data directory, or "" when the store was given.
+func (s *Server) DataDir() string { return s.cfg.dataDir }
+
+// SuperuserRealms lists the realms whose users get the admin role.
+func (s *Server) SuperuserRealms() []string {
+	return append([]string(nil), s.cfg.superuserRealms...)
+}
+
+// Started reports whether the server is open (between New and Close).
+func (s *Server) Started() bool { return s.started.Load() }
+
+// Ready checks that the server can serve: it is started, the store answers
+// a read and the enckey opens the canary.
+func (s *Server) Ready(ctx context.Context) error {
+	if !s.Started() {
+		return errors.New("not started")
+	}
+	return checkCanary(ctx, s.st, s.sealer)
+}

@@ -1,0 +1,256 @@
+package authsrv
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/store"
+	"github.com/authsrv/authsrv/store/bolt"
+)
+
+// A backup is a tar stream with exactly these members.
+const (
+	manifestMember = "manifest.json"
+	maxKeyMember   = 1 << 10
+	maxManifest    = 1 << 16
+)
+
+// Manifest describes a backup.
+type Manifest struct {
+	Format   int       `json:"format"`
+	Version  string    `json:"version"`
+	Node     string    `json:"node"`
+	Created  time.Time `json:"created"`
+	DBBytes  int64     `json:"db_bytes"`
+	Contents []string  `json:"contents"`
+}
+
+// ErrInUse means a running server holds the data directory.
+var ErrInUse = errors.New("the data directory is in use by a running server: stop it first")
+
+// Backup writes a consistent snapshot of the store, taken in one read
+// transaction while the server keeps serving, together with the enckey and
+// the JWT key, as a tar stream. Keep backups as secret as the data
+// directory: whoever has one can read every secret in it.
+func (s *Server) Backup(ctx context.Context, w io.Writer) (Manifest, error) {
+	snap, ok := s.st.(store.Snapshotter)
+	if !ok {
+		return Manifest{}, errors.New("backup: the store cannot take snapshots")
+	}
+	// The snapshot's size is only known after writing it, and a tar header
+	// needs it first: spool it to a private temporary file.
+	tmp, err := os.CreateTemp(s.cfg.dataDir, ".backup-*.db")
+	if err != nil {
+		return Manifest{}, fmt.Errorf("backup: %w", err)
+	}
+	defer func() { _ = tmp.Close(); _ = os.Remove(tmp.Name()) }()
+	n, err := snap.Snapshot(ctx, tmp)
+	if err != nil {
+		return Manifest{}, fmt.Errorf("backup: snapshot: %w", err)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return Manifest{}, fmt.Errorf("backup: %w", err)
+	}
+	m := Manifest{
+		Format: 1, Version: Version, Node: s.cfg.nodeName, Created: s.cfg.now().UTC(),
+		DBBytes: n, Contents: []string{DBFile, EncKeyFile, JWTKeyFile},
+	}
+	mj, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return Manifest{}, err
+	}
+	tw := tar.NewWriter(w)
+	add := func(name string, size int64, r io.Reader) error {
+		hdr := &tar.Header{Name: name, Mode: 0o600, Size: size, ModTime: m.Created, Typeflag: tar.TypeReg}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		_, err := io.CopyN(tw, r, size)
+		return err
+	}
+	for _, part := range []struct {
+		name string
+		data []byte
+	}{{manifestMember, mj}, {EncKeyFile, s.cfg.encKey}, {JWTKeyFile, s.jwtKey}} {
+		if err := add(part.name, int64(len(part.data)), bytes.NewReader(part.data)); err != nil {
+			return Manifest{}, fmt.Errorf("backup: %w", err)
+		}
+	}
+	if err := add(DBFile, n, tmp); err != nil {
+		return Manifest{}, fmt.Errorf("backup: %w", err)
+	}
+	if err := tw.Close(); err != nil {
+		return Manifest{}, fmt.Errorf("backup: %w", err)
+	}
+	return m, nil
+}
+
+// RestoreOptions tunes Restore.
+type RestoreOptions struct {
+	// Force allows replacing data in a directory that is not in use.
+	Force bool
+}
+
+// Restore unpacks a backup made by Backup into dir. It refuses a directory
+// that a running server holds, and one that already has data unless Force
+// is set. Only the known members are accepted (no paths, no links), and the
+// restored enckey must open the restored data's canary before anything in
+// dir is replaced.
+func Restore(r io.Reader, dir string, opt RestoreOptions) (Manifest, error) {
+	var m Manifest
+	dbPath := filepath.Join(dir, DBFile)
+	if _, err := os.Stat(dbPath); err == nil {
+		db, err := bolt.Open(dbPath, bolt.Options{Timeout: 500 * time.Millisecond})
+		if errors.Is(err, store.ErrLocked) {
+			return m, fmt.Errorf("restore into %s: %w", dir, ErrInUse)
+		}
+		if err != nil {
+			return m, fmt.Errorf("restore into %s: %w", dir, err)
+		}
+		_ = db.Close()
+		if !opt.Force {
+			return m, fmt.Errorf("restore into %s: it already holds data (use --force to replace it)", dir)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return m, fmt.Errorf("restore: %w", err)
+	}
+	staged := map[string]string{}
+	defer func() {
+		for _, p := range staged {
+			_ = os.Remove(p)
+		}
+	}()
+	tr := tar.NewReader(r)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return m, fmt.Errorf("restore: reading the backup: %w", err)
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			return m, fmt.Errorf("restore: member %q is not a regular file", hdr.Name)
+		}
+		var limit int64
+		switch hdr.Name {
+		case manifestMember:
+			limit = maxManifest
+		case EncKeyFile, JWTKeyFile:
+			limit = maxKeyMember
+		case DBFile:
+			limit = hdr.Size
+		default:
+			return m, fmt.Errorf("restore: unexpected member %q", hdr.Name)
+		}
+		if _, dup := staged[hdr.Name]; dup {
+			return m, fmt.Errorf("restore: member %q appears twice", hdr.Name)
+		}
+		if hdr.Size < 0 || hdr.Size > limit {
+			return m, fmt.Errorf("restore: member %q is too large", hdr.Name)
+		}
+		p, err := stage(dir, hdr.Name, io.LimitReader(tr, hdr.Size))
+		if p != "" {
+			staged[hdr.Name] = p
+		}
+		if err != nil {
+			return m, fmt.Errorf("restore: %w", err)
+		}
+	}
+	for _, need := range []string{manifestMember, DBFile, EncKeyFile, JWTKeyFile} {
+		if _, ok := staged[need]; !ok {
+			return m, fmt.Errorf("restore: the backup has no %s", need)
+		}
+	}
+	raw, err := os.ReadFile(staged[manifestMember])
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(raw, &m); err != nil || m.Format != 1 {
+		return m, errors.New("restore: the backup's manifest is not readable")
+	}
+	key, err := os.ReadFile(staged[EncKeyFile])
+	if err != nil {
+		return m, err
+	}
+	if err := verifyStaged(staged[DBFile], key); err != nil {
+		return m, fmt.Errorf("restore: %w", err)
+	}
+	for _, name := range []string{EncKeyFile, JWTKeyFile} {
+		if err := os.Chmod(staged[name], 0o400); err != nil {
+			return m, err
+		}
+	}
+	for _, name := range []string{EncKeyFile, JWTKeyFile, DBFile} {
+		final := filepath.Join(dir, name)
+		_ = os.Chmod(final, 0o600) // a 0400 key in the way is replaced by rename anyway
+		if err := os.Rename(staged[name], final); err != nil {
+			return m, fmt.Errorf("restore: %w", err)
+		}
+		delete(staged, name)
+	}
+	return m, syncDir(dir)
+}
+
+// stage writes one member to a temporary file in dir and syncs it.
+func stage(dir, name string, r io.Reader) (string, error) {
+	f, err := os.CreateTemp(dir, ".restore-"+name+"-*")
+	if err != nil {
+		return "", err
+	}
+	p := f.Name()
+	if _, err := io.Copy(f, r); err != nil {
+		_ = f.Close()
+		return p, err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return p, err
+	}
+	return p, f.Close()
+}
+
+// verifyStaged opens the restored store and checks its canary with the
+// restored enckey.
+func verifyStaged(dbPath string, key []byte) error {
+	db, err := bolt.Open(dbPath, bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return fmt.Errorf("the backup's store does not open: %w", err)
+	}
+	defer func() { _ = db.Close() }()
+	sealer, err := secret.NewSealer(rand.Reader, key)
+	if err != nil {
+		return fmt.Errorf("the backup's enckey: %w", err)
+	}
+	var canary []byte
+	if err := db.View(context.Background(), func(tx store.Tx) error {
+		canary = append([]byte(nil), tx.Bucket(serverBucket).Get(canaryKey)...)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if len(canary) == 0 || sealer.CheckCanary(canary) != nil {
+		return ErrWrongKey
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = d.Close() }()
+	return d.Sync()
+}

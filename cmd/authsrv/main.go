@@ -1,0 +1,496 @@
+// Command authsrv runs the authsrv server and manages its data directory.
+// It only maps flags (and AUTHSRV_* environment variables) to library
+// options; everything else lives in the library.
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/term"
+
+	"github.com/authsrv/authsrv"
+	"github.com/authsrv/authsrv/server"
+	"github.com/authsrv/authsrv/store"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+}
+
+const usage = `usage: authsrv [command] [flags]
+
+commands:
+  serve                       run the server (the default)
+  admin add NAME              create a local administrator (password from stdin or a prompt)
+  admin list                  list the local administrators
+  admin delete NAME           delete a local administrator
+  admin passwd NAME           set a local administrator's password
+  backup [-out FILE]          write a consistent backup (works while the server runs)
+  restore [-force] FILE       restore a backup into the data directory
+  version                     print the version
+
+Every flag can also be set as AUTHSRV_<FLAG> in the environment, with
+dashes as underscores (for example AUTHSRV_DATA_DIR); flags win.
+Run "authsrv COMMAND -h" for a command's flags.
+`
+
+// env is how the command reads the environment (injected for tests).
+type env struct {
+	ctx    context.Context
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "serve":
+		err = e.serve(args)
+	case "admin":
+		err = e.admin(args)
+	case "backup":
+		err = e.backup(args)
+	case "restore":
+		err = e.restore(args)
+	case "version":
+		fmt.Fprintf(stdout, "%s %s (%s)\n", authsrv.Product, authsrv.Version, runtime.Version())
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "authsrv: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if errors.Is(err, errUsage) {
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "authsrv %s: %v\n", cmd, err)
+		return 1
+	}
+	return 0
+}
+
+var errUsage = errors.New("usage")
+
+// common holds the flags every command shares.
+type common struct {
+	dataDir     string
+	logLevel    string
+	nodeName    string
+	superusers  string
+	kdfBudget   int64
+	openTimeout time.Duration
+}
+
+func (e *env) flags(name string, c *common) *flag.FlagSet {
+	fs := flag.NewFlagSet("authsrv "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.StringVar(&c.dataDir, "data-dir", "./authsrv-data", "data directory (store and keys)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error, disabled")
+	fs.StringVar(&c.nodeName, "node-name", "", "name of this node (default: the host name)")
+	fs.StringVar(&c.superusers, "superuser-realms", "", "comma separated realms whose users are administrators")
+	fs.Int64Var(&c.kdfBudget, "kdf-budget-mib", authsrv.DefaultKDFBudget>>20, "memory for concurrent PIN/password hashes, MiB")
+	fs.DurationVar(&c.openTimeout, "open-timeout", authsrv.DefaultOpenTimeout, "how long to wait for the data directory's lock")
+	return fs
+}
+
+// parse parses args, then fills every flag not given on the command line
+// from AUTHSRV_<FLAG>.
+func (e *env) parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			return
+		}
+		key := "AUTHSRV_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := e.getenv(key); v != "" {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", key, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func (e *env) logger(level string) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil {
+		return zerolog.Nop(), fmt.Errorf("log level %q: %w", level, err)
+	}
+	return zerolog.New(e.stderr).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+func (c *common) options(log zerolog.Logger) []authsrv.Option {
+	opts := []authsrv.Option{
+		authsrv.WithDataDir(c.dataDir),
+		authsrv.WithLogger(log),
+		authsrv.WithKDFBudget(c.kdfBudget<<20, authsrv.DefaultKDFMaxWait),
+		authsrv.WithOpenTimeout(c.openTimeout),
+	}
+	if c.nodeName != "" {
+		opts = append(opts, authsrv.WithNodeName(c.nodeName))
+	}
+	if c.superusers != "" {
+		opts = append(opts, authsrv.WithSuperuserRealms(strings.Split(c.superusers, ",")...))
+	}
+	return opts
+}
+
+func (e *env) serve(args []string) error {
+	var c common
+	fs := e.flags("serve", &c)
+	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on")
+	certFile := fs.String("tls-cert", "", "TLS certificate file (PEM); with -tls-key serves HTTPS")
+	keyFile := fs.String("tls-key", "", "TLS private key file (PEM)")
+	drain := fs.Duration("shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if (*certFile == "") != (*keyFile == "") {
+		return errors.New("-tls-cert and -tls-key go together")
+	}
+	log, err := e.logger(c.logLevel)
+	if err != nil {
+		return err
+	}
+	s, err := authsrv.New(c.options(log)...)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = s.Close() }()
+	if err := e.firstAdmin(s); err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	ctl, err := server.ListenControl(c.dataDir)
+	if err != nil {
+		return err
+	}
+	ctlSrv := server.HTTPServer("", server.Control(s))
+	ctlSrv.WriteTimeout = 0 // backups stream for as long as they take
+	go func() { _ = ctlSrv.Serve(ctl) }()
+	defer func() { _ = ctlSrv.Close(); _ = os.Remove(filepath.Join(c.dataDir, server.ControlSocket)) }()
+
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	srv := server.HTTPServer(*listen, server.New(s))
+	errc := make(chan error, 2)
+	go func() {
+		if *certFile != "" {
+			errc <- srv.ServeTLS(ln, *certFile, *keyFile)
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	go func() { errc <- s.Run(ctx) }()
+	scheme := "http"
+	if *certFile != "" {
+		scheme = "https"
+	}
+	log.Info().Str("listen", ln.Addr().String()).Str("data_dir", c.dataDir).Msg("serving")
+	fmt.Fprintf(e.stdout, "authsrv %s serving on %s://%s (data in %s)\n", authsrv.Version, scheme, ln.Addr(), c.dataDir)
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
+	log.Info().Msg("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), *drain)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return s.Close()
+}
+
+// firstAdmin creates "admin" with a random password when no administrator
+// exists, and prints the password once.
+func (e *env) firstAdmin(s *authsrv.Server) error {
+	n, err := s.Admins().Count(e.ctx)
+	if err != nil || n > 0 {
+		return err
+	}
+	pw, err := randomPassword()
+	if err != nil {
+		return err
+	}
+	if err := s.Admins().Add(e.ctx, "admin", pw); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Created the administrator \"admin\" with the password %s\nIt is shown only this once; change it with: authsrv admin passwd admin\n", pw)
+	return nil
+}
+
+func randomPassword() (string, error) {
+	var b [18]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// adminOps is what the admin commands need, served either by the store
+// directly or by a running server's control socket.
+type adminOps interface {
+	list(ctx context.Context) ([]server.AdminInfo, error)
+	add(ctx context.Context, name, pw string) error
+	passwd(ctx context.Context, name, pw string) error
+	del(ctx context.Context, name string) error
+}
+
+type directOps struct{ s *authsrv.Server }
+
+func (d directOps) list(ctx context.Context) ([]server.AdminInfo, error) {
+	l, err := d.s.Admins().List(ctx)
+	out := make([]server.AdminInfo, len(l))
+	for i, a := range l {
+		out[i] = server.AdminInfo{Username: a.Name, Created: a.Created, PasswordChanged: a.PasswordChanged}
+	}
+	return out, err
+}
+func (d directOps) add(ctx context.Context, n, p string) error { return d.s.Admins().Add(ctx, n, p) }
+func (d directOps) passwd(ctx context.Context, n, p string) error {
+	return d.s.Admins().SetPassword(ctx, n, p)
+}
+func (d directOps) del(ctx context.Context, n string) error { return d.s.Admins().Delete(ctx, n) }
+
+type remoteOps struct{ cc *server.ControlClient }
+
+func (r remoteOps) list(ctx context.Context) ([]server.AdminInfo, error) { return r.cc.Admins(ctx) }
+func (r remoteOps) add(ctx context.Context, n, p string) error           { return r.cc.AddAdmin(ctx, n, p) }
+func (r remoteOps) passwd(ctx context.Context, n, p string) error {
+	return r.cc.SetAdminPassword(ctx, n, p)
+}
+func (r remoteOps) del(ctx context.Context, n string) error { return r.cc.DeleteAdmin(ctx, n) }
+
+// open opens the data directory directly, or, when a running server holds
+// it, connects to that server's control socket. Exactly one of the results
+// is non-nil on success; closeFn releases it.
+func (e *env) open(c *common) (*authsrv.Server, *server.ControlClient, error) {
+	log, err := e.logger(c.logLevel)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := authsrv.New(append(c.options(log), authsrv.WithOpenTimeout(min(c.openTimeout, 500*time.Millisecond)))...)
+	if err == nil {
+		return s, nil, nil
+	}
+	if !errors.Is(err, store.ErrLocked) {
+		return nil, nil, err
+	}
+	cc, cerr := server.DialControl(c.dataDir)
+	if cerr != nil {
+		return nil, nil, fmt.Errorf("%w; and %w", err, cerr)
+	}
+	return nil, cc, nil
+}
+
+func (e *env) admin(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, usage)
+		return errUsage
+	}
+	sub, args := args[0], args[1:]
+	var c common
+	fs := e.flags("admin "+sub, &c)
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	want := map[string]int{"add": 1, "list": 0, "delete": 1, "passwd": 1}
+	n, ok := want[sub]
+	if !ok || fs.NArg() != n {
+		fmt.Fprint(e.stderr, usage)
+		return errUsage
+	}
+	s, cc, err := e.open(&c)
+	if err != nil {
+		return err
+	}
+	var ops adminOps = remoteOps{cc}
+	if s != nil {
+		defer func() { _ = s.Close() }()
+		ops = directOps{s}
+	}
+	switch sub {
+	case "list":
+		list, err := ops.list(e.ctx)
+		if err != nil {
+			return err
+		}
+		for _, a := range list {
+			fmt.Fprintf(e.stdout, "%s\tcreated %s\tpassword changed %s\n", a.Username,
+				a.Created.Format(time.RFC3339), a.PasswordChanged.Format(time.RFC3339))
+		}
+		return nil
+	case "delete":
+		return ops.del(e.ctx, fs.Arg(0))
+	}
+	pw, err := e.readPassword(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if sub == "add" {
+		err = ops.add(e.ctx, fs.Arg(0), pw)
+	} else {
+		err = ops.passwd(e.ctx, fs.Arg(0), pw)
+	}
+	if err == nil {
+		fmt.Fprintf(e.stdout, "done: %s\n", fs.Arg(0))
+	}
+	return err
+}
+
+// readPassword prompts twice on a terminal, else reads the first line of
+// standard input.
+func (e *env) readPassword(name string) (string, error) {
+	if f, ok := e.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintf(e.stderr, "Password for %s: ", name)
+		a, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(e.stderr)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprint(e.stderr, "Again: ")
+		b, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(e.stderr)
+		if err != nil {
+			return "", err
+		}
+		if string(a) != string(b) {
+			return "", errors.New("the passwords differ")
+		}
+		return string(a), nil
+	}
+	line, err := bufio.NewReader(e.stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", errors.New("no password on standard input")
+	}
+	return line, nil
+}
+
+func (e *env) backup(args []string) error {
+	var c common
+	fs := e.flags("backup", &c)
+	out := fs.String("out", "", "backup file to write (default: authsrv-backup-<time>.tar; - for standard output)")
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	s, cc, err := e.open(&c)
+	if err != nil {
+		return err
+	}
+	if s != nil {
+		defer func() { _ = s.Close() }()
+	}
+	path := *out
+	if path == "" {
+		path = "authsrv-backup-" + time.Now().UTC().Format("20060102T150405Z") + ".tar"
+	}
+	var w io.Writer = e.stdout
+	var f *os.File
+	if path != "-" {
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		w = f
+	}
+	if s != nil {
+		_, err = s.Backup(e.ctx, w)
+	} else {
+		_, err = cc.Backup(e.ctx, w)
+	}
+	if f != nil {
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			_ = os.Remove(path)
+			return err
+		}
+		fmt.Fprintf(e.stderr, "backup written to %s (it holds the keys: keep it secret)\n", path)
+	}
+	return err
+}
+
+func (e *env) restore(args []string) error {
+	var c common
+	fs := e.flags("restore", &c)
+	force := fs.Bool("force", false, "replace existing data in the data directory")
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprint(e.stderr, usage)
+		return errUsage
+	}
+	var r io.Reader = e.stdin
+	if p := fs.Arg(0); p != "-" {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }()
+		r = f
+	}
+	m, err := authsrv.Restore(r, c.dataDir, authsrv.RestoreOptions{Force: *force})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "restored the backup of node %s made %s by authsrv %s into %s\n",
+		m.Node, m.Created.Format(time.RFC3339), m.Version, c.dataDir)
+	return nil
+}

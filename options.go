@@ -1,0 +1,226 @@
+package authsrv
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/store"
+)
+
+// Option configures a Server. Options are applied in order; the whole set
+// is validated once by New, which reports every problem together.
+type Option func(*config) error
+
+// Defaults.
+const (
+	DefaultOpenTimeout = 2 * time.Second
+	DefaultJWTLifetime = time.Hour
+	DefaultKDFBudget   = 512 << 20
+	DefaultKDFMaxWait  = 10 * time.Second
+)
+
+type config struct {
+	dataDir         string
+	st              store.Store
+	encKey          []byte
+	jwtKey          []byte
+	log             zerolog.Logger
+	now             func() time.Time
+	rand            io.Reader
+	nodeName        string
+	superuserRealms []string
+	kdf             secret.Params
+	kdfBudget       int64
+	kdfMaxWait      time.Duration
+	openTimeout     time.Duration
+	jwtLifetime     time.Duration
+}
+
+func defaults() config {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "localhost"
+	}
+	return config{
+		log:         zerolog.Nop(),
+		now:         time.Now,
+		nodeName:    host,
+		kdf:         secret.DefaultParams,
+		kdfBudget:   DefaultKDFBudget,
+		kdfMaxWait:  DefaultKDFMaxWait,
+		openTimeout: DefaultOpenTimeout,
+		jwtLifetime: DefaultJWTLifetime,
+	}
+}
+
+// WithDataDir keeps the store (authsrv.db) and the key files (enckey,
+// jwtkey) in dir, creating them at first start.
+func WithDataDir(dir string) Option {
+	return func(c *config) error {
+		if dir == "" {
+			return errors.New("data directory: empty path")
+		}
+		c.dataDir = dir
+		return nil
+	}
+}
+
+// WithStore uses st instead of a store in the data directory. The caller
+// keeps ownership: Close does not close it. Without a data directory the
+// keys must be given with WithEncKey and WithJWTKey.
+func WithStore(st store.Store) Option {
+	return func(c *config) error {
+		if st == nil {
+			return errors.New("store: nil")
+		}
+		c.st = st
+		return nil
+	}
+}
+
+// WithEncKey sets the 32-byte key that seals secrets at rest, instead of
+// the data directory's enckey file.
+func WithEncKey(key []byte) Option {
+	return func(c *config) error {
+		if len(key) != secret.KeySize {
+			return fmt.Errorf("enckey: want %d bytes, got %d", secret.KeySize, len(key))
+		}
+		c.encKey = append([]byte(nil), key...)
+		return nil
+	}
+}
+
+// WithJWTKey sets the HS256 key of the API's JSON web tokens (at least 32
+// bytes), instead of the data directory's jwtkey file.
+func WithJWTKey(key []byte) Option {
+	return func(c *config) error {
+		if len(key) < 32 {
+			return fmt.Errorf("jwt key: want at least 32 bytes, got %d", len(key))
+		}
+		c.jwtKey = append([]byte(nil), key...)
+		return nil
+	}
+}
+
+// WithLogger sets the logger. The default logs nothing.
+func WithLogger(l zerolog.Logger) Option {
+	return func(c *config) error { c.log = l; return nil }
+}
+
+// WithClock sets the clock (for tests). The default is time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) error {
+		if now == nil {
+			return errors.New("clock: nil")
+		}
+		c.now = now
+		return nil
+	}
+}
+
+// WithRand sets the random source for keys, salts and nonces. The default
+// is crypto/rand.
+func WithRand(r io.Reader) Option {
+	return func(c *config) error {
+		if r == nil {
+			return errors.New("rand: nil")
+		}
+		c.rand = r
+		return nil
+	}
+}
+
+// WithNodeName names this node (policies can match it, the audit records
+// it). The default is the host name.
+func WithNodeName(name string) Option {
+	return func(c *config) error {
+		if strings.TrimSpace(name) == "" {
+			return errors.New("node name: empty")
+		}
+		c.nodeName = name
+		return nil
+	}
+}
+
+// WithSuperuserRealms lists the realms whose users log in with the admin
+// role (privacyIDEA's SUPERUSER_REALM). Names are compared in lower case.
+func WithSuperuserRealms(realms ...string) Option {
+	return func(c *config) error {
+		c.superuserRealms = c.superuserRealms[:0]
+		for _, r := range realms {
+			if r = strings.ToLower(strings.TrimSpace(r)); r != "" {
+				c.superuserRealms = append(c.superuserRealms, r)
+			}
+		}
+		return nil
+	}
+}
+
+// WithKDFParams sets the Argon2id parameters of new PIN and password
+// hashes.
+func WithKDFParams(p secret.Params) Option {
+	return func(c *config) error { c.kdf = p; return nil }
+}
+
+// WithKDFBudget sets how much memory (bytes) concurrent hashes may use
+// together, and how long a hash may wait for it. Requests beyond it queue,
+// then fail with a busy error.
+func WithKDFBudget(bytes int64, maxWait time.Duration) Option {
+	return func(c *config) error {
+		if bytes <= 0 {
+			return fmt.Errorf("kdf budget: %d bytes", bytes)
+		}
+		if maxWait <= 0 {
+			return fmt.Errorf("kdf max wait: %s", maxWait)
+		}
+		c.kdfBudget, c.kdfMaxWait = bytes, maxWait
+		return nil
+	}
+}
+
+// WithOpenTimeout sets how long opening the data directory's store waits
+// for another process to release it.
+func WithOpenTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("open timeout: %s", d)
+		}
+		c.openTimeout = d
+		return nil
+	}
+}
+
+// WithJWTLifetime sets how long an issued API token is valid.
+func WithJWTLifetime(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Second {
+			return fmt.Errorf("jwt lifetime: %s", d)
+		}
+		c.jwtLifetime = d
+		return nil
+	}
+}
+
+// validate checks the whole set once.
+func (c *config) validate() error {
+	var errs []error
+	if c.dataDir == "" && c.st == nil {
+		errs = append(errs, errors.New("no data directory and no store: give WithDataDir or WithStore"))
+	}
+	if c.dataDir == "" {
+		if c.encKey == nil {
+			errs = append(errs, errors.New("without a data directory an enckey must be given (WithEncKey)"))
+		}
+		if c.jwtKey == nil {
+			errs = append(errs, errors.New("without a data directory a JWT key must be given (WithJWTKey)"))
+		}
+	}
+	return errors.Join(errs...)
+}

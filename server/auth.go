@@ -1,0 +1,204 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/authsrv/authsrv/apierr"
+)
+
+// Roles carried in the JWT.
+const (
+	roleAdmin = "admin"
+	roleUser  = "user"
+)
+
+// maxTokenLen bounds the Authorization value we try to decode.
+const maxTokenLen = 8 << 10
+
+// Errors of the authentication layer (texts as privacyIDEA's, always with
+// the ERR prefix).
+var (
+	errMissingHeader = apierr.New(apierr.AuthMissingHeader, "Authentication failure. Missing Authorization header.")
+	errWrongRole     = apierr.New(apierr.AuthMissingRight, "Authentication failure. You do not have the necessary role (['admin']) to access this resource!")
+	errWrongCreds    = apierr.New(apierr.AuthWrongCredentials, "Authentication failure. Wrong credentials")
+	errNoUsername    = apierr.New(apierr.AuthMissingUsername, "Authentication failure. Missing Username")
+)
+
+func decodingError(reason string) error {
+	return apierr.New(apierr.AuthDecoding, "Authentication failure. Error decoding the Authorization token: "+reason)
+}
+
+// identity is the caller of a protected endpoint, read from its JWT.
+type identity struct {
+	Username string
+	Realm    string
+	Role     string
+	AuthType string
+	Rights   []string
+}
+
+// claims are the JWT's claims, named as privacyIDEA names them.
+type claims struct {
+	Username string   `json:"username"`
+	Realm    string   `json:"realm"`
+	Nonce    string   `json:"nonce"`
+	Role     string   `json:"role"`
+	AuthType string   `json:"authtype"`
+	Rights   []string `json:"rights"`
+	jwt.RegisteredClaims
+}
+
+// issueToken signs a JWT for who.
+func (a *api) issueToken(who identity) (string, time.Time, error) {
+	var nonce [16]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return "", time.Time{}, err
+	}
+	exp := a.s.Now().Add(a.s.JWTLifetime())
+	c := claims{
+		Username: who.Username, Realm: who.Realm, Nonce: hex.EncodeToString(nonce[:]),
+		Role: who.Role, AuthType: who.AuthType, Rights: who.Rights,
+		RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(exp)},
+	}
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(a.s.JWTKey())
+	return tok, exp, err
+}
+
+// bearer returns the raw token from PI-Authorization, else Authorization;
+// a "Bearer " prefix is tolerated.
+func bearer(r *http.Request) string {
+	v := r.Header.Get("PI-Authorization")
+	if v == "" {
+		v = r.Header.Get("Authorization")
+	}
+	v = strings.TrimSpace(v)
+	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+		v = strings.TrimSpace(v[7:])
+	}
+	return v
+}
+
+// authenticate verifies the request's JWT: HS256 with our key only, an
+// expiry required and checked against the server's clock.
+func (a *api) authenticate(r *http.Request) (*identity, error) {
+	raw := bearer(r)
+	if raw == "" {
+		return nil, errMissingHeader
+	}
+	if len(raw) > maxTokenLen {
+		return nil, decodingError("the token is too long")
+	}
+	var c claims
+	_, err := jwt.ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) { return a.s.JWTKey(), nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithExpirationRequired(),
+		jwt.WithTimeFunc(a.s.Now),
+	)
+	switch {
+	case err == nil:
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return nil, apierr.New(apierr.AuthExpired, "Authentication failure. Your token has expired: Signature has expired")
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		return nil, decodingError("Signature verification failed")
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
+		return nil, decodingError("The specified alg value is not allowed")
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return nil, decodingError("Token is missing the \"exp\" claim")
+	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return nil, decodingError("The token is not yet valid")
+	default:
+		return nil, decodingError("Invalid token")
+	}
+	if c.Username == "" || (c.Role != roleAdmin && c.Role != roleUser) {
+		return nil, decodingError("Invalid token")
+	}
+	return &identity{Username: c.Username, Realm: c.Realm, Role: c.Role, AuthType: c.AuthType, Rights: c.Rights}, nil
+}
+
+// authorize is the one rights check every protected handler calls with its
+// action name. Admin-scope actions need the admin role. Policies decide
+// beyond that once they exist; until then (no active policy) every admin is
+// allowed, which is privacyIDEA's rule for a scope without policies.
+func (c *call) authorize(action string) error {
+	if c.who == nil {
+		return errMissingHeader
+	}
+	if c.who.Role != roleAdmin {
+		return errWrongRole
+	}
+	return nil
+}
+
+// adminRights lists the admin actions of the registered routes: with no
+// admin policy every one of them is granted.
+func (a *api) adminRights() []string {
+	var out []string
+	for _, e := range a.endpoints {
+		if e.action != "" && !slices.Contains(out, e.action) {
+			out = append(out, e.action)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// postAuth is POST /auth: local administrators get an admin JWT. Realm
+// users log in here once realms exist.
+func postAuth(c *call) (answer, error) {
+	username, err := c.p.str("username")
+	if err != nil {
+		return answer{}, err
+	}
+	password, err := c.p.str("password")
+	if err != nil {
+		return answer{}, err
+	}
+	realm, err := c.p.str("realm")
+	if err != nil {
+		return answer{}, err
+	}
+	if realm != "" {
+		// No realm exists before the users subsystem: any realm named
+		// here is unknown.
+		c.a.s.Hasher().Dummy(c.ctx, password)
+		return answer{}, apierr.New(apierr.AuthWrongCredentials, "Authentication failure. Unknown realm: "+realm+".")
+	}
+	if username == "" {
+		return answer{}, errNoUsername
+	}
+	ok, err := c.a.s.Admins().Check(c.ctx, username, password)
+	if err != nil {
+		return answer{}, err
+	}
+	if !ok {
+		return answer{}, errWrongCreds
+	}
+	who := identity{Username: username, Realm: "", Role: roleAdmin, AuthType: "password", Rights: c.a.adminRights()}
+	tok, _, err := c.a.issueToken(who)
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{auth: true, value: map[string]any{
+		"token":    tok,
+		"role":     who.Role,
+		"username": who.Username,
+		"realm":    who.Realm,
+		"auth":     true,
+		"rights":   nonNil(who.Rights),
+	}}, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,163 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/authsrv/authsrv"
+	"github.com/authsrv/authsrv/apierr"
+)
+
+// The envelope: what every endpoint except the health probes and
+// /validate/radiuscheck answers. Keys without a value are omitted, never
+// sent as null: the PAM client aborts on a JSON null.
+type envelope struct {
+	ID            int            `json:"id"`
+	JSONRPC       string         `json:"jsonrpc"`
+	Result        envResult      `json:"result"`
+	Version       string         `json:"version,omitempty"`
+	VersionNumber string         `json:"versionnumber,omitempty"`
+	Time          float64        `json:"time"`
+	Detail        map[string]any `json:"detail,omitempty"`
+}
+
+type envResult struct {
+	Status         bool      `json:"status"`
+	Authentication string    `json:"authentication,omitempty"`
+	Value          any       `json:"value,omitzero"`
+	Error          *envError `json:"error,omitempty"`
+}
+
+type envError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+const (
+	versionText = authsrv.Product + " " + authsrv.Version
+	jsonType    = "application/json"
+)
+
+// answer is what a handler produced.
+type answer struct {
+	value  any
+	detail map[string]any
+	// auth marks authentication-type endpoints: envelope id 2 and
+	// result.authentication.
+	auth bool
+}
+
+// authentication computes result.authentication the way privacyIDEA does
+// for id-2 answers.
+func authentication(value any, detail map[string]any) string {
+	if s, ok := value.(string); ok && s == "CHALLENGE" {
+		return "CHALLENGE"
+	}
+	if mc, ok := detail["multi_challenge"].([]any); ok && len(mc) > 0 {
+		return "CHALLENGE"
+	}
+	if mc, ok := detail["multi_challenge"].([]map[string]any); ok && len(mc) > 0 {
+		return "CHALLENGE"
+	}
+	if _, ok := detail["passkey"]; ok {
+		return "CHALLENGE"
+	}
+	if truthy(value) {
+		return "ACCEPT"
+	}
+	if st, ok := detail["challenge_status"].(string); ok && (st == "declined" || st == "cancelled") {
+		return "DECLINED"
+	}
+	return "REJECT"
+}
+
+// truthy follows Python's truth rules for the JSON values handlers return.
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != ""
+	case int:
+		return x != 0
+	case int64:
+		return x != 0
+	case float64:
+		return x != 0
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	default:
+		return true
+	}
+}
+
+// writeJSON writes v with the headers every answer carries.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"id":1,"jsonrpc":"2.0","result":{"status":false,"error":{"code":903,"message":"ERR903: Internal server error."}}}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", jsonType)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+func unixTime(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }
+
+// writeAnswer writes a success envelope.
+func (a *api) writeAnswer(w http.ResponseWriter, ans answer) {
+	env := envelope{
+		ID: 1, JSONRPC: "2.0",
+		Result:  envResult{Status: true, Value: ans.value},
+		Version: versionText, VersionNumber: authsrv.Version,
+		Time: unixTime(a.s.Now()),
+	}
+	if ans.auth {
+		env.ID = 2
+		env.Result.Authentication = authentication(ans.value, ans.detail)
+	}
+	if ans.detail != nil {
+		ans.detail["threadid"] = a.seq.Add(1)
+		env.Detail = ans.detail
+	}
+	writeJSON(w, http.StatusOK, env)
+}
+
+// writeError maps err through apierr and writes the error envelope. An
+// error without a code is logged with the request id and answered with a
+// generic text; its cause never reaches the client.
+func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	number, status, message, detail, internal := apierr.Wire(err)
+	if internal {
+		zerolog.Ctx(r.Context()).Error().Err(err).Msg("internal error")
+	}
+	env := envelope{
+		ID: 1, JSONRPC: "2.0",
+		Result:  envResult{Status: false, Error: &envError{Code: number, Message: message}},
+		Version: versionText,
+		Time:    unixTime(a.s.Now()),
+	}
+	if len(detail) > 0 {
+		d := make(map[string]any, len(detail)+1)
+		for k, v := range detail {
+			d[k] = v
+		}
+		d["threadid"] = a.seq.Add(1)
+		env.Detail = d
+	}
+	writeJSON(w, status, env)
+}

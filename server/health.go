@@ -1,0 +1,41 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// Health probes answer bare JSON objects (no envelope), need no token and
+// never block long: readiness reads the store with a short deadline.
+const readyTimeout = 2 * time.Second
+
+func (a *api) livez(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "OK"})
+}
+
+func (a *api) startupz(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+	if !a.s.Started() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not started"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "started"})
+}
+
+// readyz is ready when the server is started, the store answers and the
+// enckey opens its canary. We have no HSM; "hsm" reports the key check.
+func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if !a.s.Started() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "hsm": "unchecked"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	if err := a.s.Ready(ctx); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "hsm": "fail"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "hsm": "OK"})
+}

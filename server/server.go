@@ -1,0 +1,246 @@
+// Package server mounts authsrv's privacyIDEA-compatible HTTP API on a
+// Server: the routes (all in routes.go), the parameter decoder, the
+// envelope, the JSON web tokens of /auth and the one rights check.
+//
+// Package server sits on floor 6: it imports the root package and the
+// subsystems; nothing but cmd/ and examples/ imports it.
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/rs/zerolog"
+	"github.com/rs/zerolog/hlog"
+
+	"github.com/authsrv/authsrv"
+	"github.com/authsrv/authsrv/apierr"
+)
+
+// Option tunes the handler.
+type Option func(*api)
+
+// WithBodyLimits sets the largest request bodies, in bytes: for /auth and
+// /validate/*, and for everything else.
+func WithBodyLimits(auth, admin int64) Option {
+	return func(a *api) {
+		if auth > 0 {
+			a.limitAuth = auth
+		}
+		if admin > 0 {
+			a.limitAdmin = admin
+		}
+	}
+}
+
+type api struct {
+	s          *authsrv.Server
+	router     *httprouter.Router
+	seq        atomic.Int64
+	limitAuth  int64
+	limitAdmin int64
+	// endpoints lists every registered route, for the route tests and the
+	// rights list of /auth.
+	endpoints []routeInfo
+}
+
+type routeInfo struct {
+	method, path string
+	access       access
+	action       string
+}
+
+// New returns the HTTP API of s.
+func New(s *authsrv.Server, opts ...Option) http.Handler {
+	a := newAPI(s, opts...)
+	return a.middleware(a.router)
+}
+
+func newAPI(s *authsrv.Server, opts ...Option) *api {
+	a := &api{s: s, limitAuth: bodyLimitAuth, limitAdmin: bodyLimitAdmin}
+	for _, o := range opts {
+		o(a)
+	}
+	r := httprouter.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleMethodNotAllowed = true
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		a.writeError(w, req, apierr.New(apierr.ResourceNotFound, "The requested URL was not found on the server."))
+	})
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		a.writeError(w, req, apierr.New(apierr.Method, fmt.Sprintf("The method %s is not allowed for this path.", req.Method)))
+	})
+	a.router = r
+	a.routes()
+	return a
+}
+
+// HTTPServer returns an http.Server for h with the timeouts every listener
+// of ours has: slow or idle clients cannot hold connections open.
+func HTTPServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+// middleware wraps every request: a logger with a request id in the
+// context, the access log, and panic recovery.
+func (a *api) middleware(next http.Handler) http.Handler {
+	h := a.recoverer(next)
+	h = hlog.AccessHandler(func(r *http.Request, status, size int, d time.Duration) {
+		// The path only: query strings of /validate and /auth carry
+		// passwords.
+		hlog.FromRequest(r).Info().
+			Str("method", r.Method).
+			Str("path", r.URL.Path).
+			Int("status", status).
+			Int("size", size).
+			Float64("duration_ms", float64(d.Microseconds())/1000).
+			Str("client", clientIP(r).String()).
+			Msg("request")
+	})(h)
+	h = hlog.RequestIDHandler("request_id", "Request-Id")(h)
+	return hlog.NewHandler(a.s.Logger().With().Str("component", "http").Logger())(h)
+}
+
+func (a *api) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				zerolog.Ctx(r.Context()).Error().
+					Str("panic", fmt.Sprint(v)).
+					Bytes("stack", debug.Stack()).
+					Msg("handler panicked")
+				a.writeError(w, r, fmt.Errorf("panic: %v", v))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// clientIP is the TCP peer with IPv4-mapped addresses unmapped.
+func clientIP(r *http.Request) netip.Addr {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ip.Unmap()
+}
+
+// access says who may call an endpoint.
+type access int
+
+const (
+	// public endpoints need no token (health, /auth, /validate/check).
+	public access = iota
+	// anyRole endpoints need a valid token of any role.
+	anyRole
+	// adminRole endpoints need an admin token.
+	adminRole
+)
+
+func (x access) String() string {
+	return [...]string{"public", "any role", "admin"}[x]
+}
+
+// endpoint describes one route's handler.
+type endpoint struct {
+	access access
+	// action is the right the handler checks (admin scope), "" for none.
+	action string
+	// auth marks authentication-type endpoints (envelope id 2).
+	auth bool
+	// authLimit selects the small body limit of /auth and /validate.
+	authLimit bool
+	fn        func(c *call) (answer, error)
+}
+
+// call is one request as handlers see it.
+type call struct {
+	ctx context.Context
+	r   *http.Request
+	w   http.ResponseWriter
+	p   *params
+	who *identity
+	a   *api
+}
+
+// handle registers ep for method and path, and for the path with the
+// trailing slash toggled: privacyIDEA clients use both forms.
+func (a *api) handle(method, path string, ep endpoint) {
+	h := a.wrap(ep)
+	a.router.Handle(method, path, h)
+	a.endpoints = append(a.endpoints, routeInfo{method, path, ep.access, ep.action})
+	alt := strings.TrimSuffix(path, "/")
+	if alt == path {
+		alt = path + "/"
+	}
+	if alt != "" && !strings.Contains(path, "*") {
+		a.router.Handle(method, alt, h)
+	}
+}
+
+func (a *api) wrap(ep endpoint) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		limit := a.limitAdmin
+		if ep.authLimit {
+			limit = a.limitAuth
+		}
+		c := &call{ctx: r.Context(), r: r, w: w, a: a}
+		if ep.access != public {
+			who, err := a.authenticate(r)
+			if err != nil {
+				a.writeError(w, r, err)
+				return
+			}
+			if ep.access == adminRole && who.Role != roleAdmin {
+				a.writeError(w, r, errWrongRole)
+				return
+			}
+			c.who = who
+			l := zerolog.Ctx(r.Context()).With().Str("admin", who.Username).Str("role", who.Role).Logger()
+			c.ctx = l.WithContext(c.ctx)
+		}
+		p, err := decodeParams(r, ps, limit)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		c.p = p
+		if ep.action != "" {
+			if err := c.authorize(ep.action); err != nil {
+				a.writeError(w, r, err)
+				return
+			}
+		}
+		ans, err := ep.fn(c)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		ans.auth = ans.auth || ep.auth
+		a.writeAnswer(w, ans)
+	}
+}
