@@ -32,6 +32,8 @@ var (
 	errNoUsername    = apierr.New(apierr.AuthMissingUsername, "Authentication failure. Missing Username")
 )
 
+var errAlgorithm = errors.New("algorithm not allowed")
+
 func decodingError(reason string) error {
 	return apierr.New(apierr.AuthDecoding, "Authentication failure. Error decoding the Authorization token: "+reason)
 }
@@ -97,8 +99,14 @@ func (a *api) authenticate(r *http.Request) (*identity, error) {
 		return nil, decodingError("the token is too long")
 	}
 	var c claims
-	_, err := jwt.ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) { return a.s.JWTKey(), nil },
-		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+	// Only HS256 with our own key: the method is pinned here, never taken
+	// from the token ("none" and every other algorithm are refused).
+	_, err := jwt.ParseWithClaims(raw, &c, func(tok *jwt.Token) (any, error) {
+		if tok.Method != jwt.SigningMethodHS256 {
+			return nil, errAlgorithm
+		}
+		return a.s.JWTKey(), nil
+	},
 		jwt.WithExpirationRequired(),
 		jwt.WithTimeFunc(a.s.Now),
 	)
@@ -108,7 +116,7 @@ func (a *api) authenticate(r *http.Request) (*identity, error) {
 		return nil, apierr.New(apierr.AuthExpired, "Authentication failure. Your token has expired: Signature has expired")
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
 		return nil, decodingError("Signature verification failed")
-	case errors.Is(err, jwt.ErrTokenUnverifiable):
+	case errors.Is(err, errAlgorithm), errors.Is(err, jwt.ErrTokenUnverifiable):
 		return nil, decodingError("The specified alg value is not allowed")
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
 		return nil, decodingError("Token is missing the \"exp\" claim")

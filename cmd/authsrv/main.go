@@ -124,7 +124,25 @@ func (e *env) flags(name string, c *common) *flag.FlagSet {
 // parse parses args, then fills every flag not given on the command line
 // from AUTHSRV_<FLAG>.
 func (e *env) parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	// Flags may come before or after the positional arguments
+	// ("admin add NAME -data-dir D"); "--" ends the flags.
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		if args[0] == "--" || (len(positional) > 0 && positional[len(positional)-1] == "--") {
+			positional = append(positional, args...)
+			break
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+	if err := fs.Parse(append([]string{"--"}, positional...)); err != nil {
 		return err
 	}
 	set := map[string]bool{}

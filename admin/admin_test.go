@@ -1,0 +1,195 @@
+package admin_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/authsrv/authsrv/admin"
+	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/store"
+	"github.com/authsrv/authsrv/store/storetest"
+)
+
+var cheap = secret.Params{Time: 1, Memory: 1024, Threads: 1, KeyLen: 32, SaltLen: 16}
+
+func newService(t *testing.T, p secret.Params) (*admin.Service, store.Store) {
+	t.Helper()
+	h, err := secret.NewHasher(secret.HasherConfig{Params: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := storetest.Open(t)
+	now := func() time.Time { return time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC) }
+	return admin.New(st, h, now), st
+}
+
+func TestAccounts(t *testing.T) {
+	ctx := t.Context()
+	s, _ := newService(t, cheap)
+	if err := s.Add(ctx, "alice", "secret-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(ctx, "bob", "secret-2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(ctx, "alice", "other"); !errors.Is(err, admin.ErrExists) {
+		t.Fatalf("duplicate add: %v", err)
+	}
+	check := func(name, pw string, want bool) {
+		t.Helper()
+		ok, err := s.Check(ctx, name, pw)
+		if err != nil || ok != want {
+			t.Errorf("Check(%q, %q) = %v, %v; want %v", name, pw, ok, err, want)
+		}
+	}
+	check("alice", "secret-1", true)
+	check("alice", "secret-2", false)
+	check("alice", "", false)
+	check("nobody", "secret-1", false)
+	check("", "", false)
+	check("alice", strings.Repeat("x", 5000), false)
+
+	list, err := s.List(ctx)
+	if err != nil || len(list) != 2 || list[0].Name != "alice" || list[1].Name != "bob" {
+		t.Fatalf("List = %+v, %v", list, err)
+	}
+	if n, _ := s.Count(ctx); n != 2 {
+		t.Errorf("Count = %d", n)
+	}
+	if err := s.SetPassword(ctx, "alice", "new-pw"); err != nil {
+		t.Fatal(err)
+	}
+	check("alice", "secret-1", false)
+	check("alice", "new-pw", true)
+	if err := s.SetPassword(ctx, "nobody", "x"); !errors.Is(err, admin.ErrNotFound) {
+		t.Errorf("SetPassword unknown: %v", err)
+	}
+	if err := s.Delete(ctx, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "bob"); !errors.Is(err, admin.ErrNotFound) {
+		t.Errorf("second Delete: %v", err)
+	}
+	if ok, _ := s.Exists(ctx, "bob"); ok {
+		t.Error("bob still exists")
+	}
+	check("bob", "secret-2", false)
+}
+
+func TestBadInputChangesNothing(t *testing.T) {
+	ctx := t.Context()
+	s, _ := newService(t, cheap)
+	cases := []struct {
+		name, user, pw string
+		want           error
+	}{
+		{"empty name", "", "pw", admin.ErrBadName},
+		{"space in name", "a b", "pw", admin.ErrBadName},
+		{"control char", "a\nb", "pw", admin.ErrBadName},
+		{"invalid utf-8", "a\xffb", "pw", admin.ErrBadName},
+		{"long name", strings.Repeat("a", 65), "pw", admin.ErrBadName},
+		{"empty password", "carol", "", admin.ErrBadPass},
+		{"long password", "carol", strings.Repeat("p", 1025), admin.ErrBadPass},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := s.Add(ctx, tc.user, tc.pw)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if !apierr.Is(err, apierr.Parameter) {
+				t.Errorf("not a parameter error: %v", err)
+			}
+		})
+	}
+	if n, _ := s.Count(ctx); n != 0 {
+		t.Errorf("%d accounts after refused adds", n)
+	}
+}
+
+// TestRehash: a hash made with other parameters (as imported from
+// privacyIDEA) verifies and is replaced by one with the configured ones.
+func TestRehash(t *testing.T) {
+	ctx := t.Context()
+	other := cheap
+	other.Time = 2
+	old, st := newService(t, other)
+	if err := old.Add(ctx, "alice", "pw"); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := secret.NewHasher(secret.HasherConfig{Params: cheap})
+	s := admin.New(st, h, time.Now)
+	before := rawHash(t, st)
+	if !strings.Contains(before, "t=2") {
+		t.Fatalf("fixture hash %q", before)
+	}
+	if ok, err := s.Check(ctx, "alice", "pw"); !ok || err != nil {
+		t.Fatalf("Check = %v, %v", ok, err)
+	}
+	after := rawHash(t, st)
+	if !strings.Contains(after, "t=1") {
+		t.Errorf("hash not upgraded: %q", after)
+	}
+	if ok, _ := s.Check(ctx, "alice", "pw"); !ok {
+		t.Error("upgraded hash does not verify")
+	}
+}
+
+func rawHash(t *testing.T, st store.Store) string {
+	t.Helper()
+	var rec struct {
+		Hash string `json:"hash"`
+	}
+	if err := st.View(t.Context(), func(tx store.Tx) error {
+		return store.GetJSON(tx.Bucket("admins"), []byte("alice"), &rec)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return rec.Hash
+}
+
+// TestConcurrentAdd: of many parallel adds of one name exactly one wins.
+func TestConcurrentAdd(t *testing.T) {
+	s, _ := newService(t, cheap)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins := 0
+	for range 16 {
+		wg.Go(func() {
+			if err := s.Add(context.Background(), "same", "pw"); err == nil {
+				mu.Lock()
+				wins++
+				mu.Unlock()
+			} else if !errors.Is(err, admin.ErrExists) {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins != 1 {
+		t.Errorf("%d adds won", wins)
+	}
+}
+
+// TestCancelledContext: a request that gave up stores nothing.
+func TestCancelledContext(t *testing.T) {
+	h, err := secret.NewHasher(secret.HasherConfig{Params: cheap, BudgetBytes: 1 << 20, MaxWait: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := storetest.Open(t)
+	s := admin.New(st, h, time.Now)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.Add(ctx, "alice", "pw"); err == nil {
+		t.Fatal("Add with a cancelled context succeeded")
+	}
+	if n, _ := s.Count(t.Context()); n != 0 {
+		t.Errorf("%d accounts", n)
+	}
+}
