@@ -13,6 +13,13 @@
 //   - Slices returned by Get and by iteration are valid only inside the
 //     transaction. Decode or copy them before the function returns.
 //   - Each subsystem owns its buckets; no package reads another's.
+//   - Put copies its key and value: callers may reuse their buffers.
+//   - Inside Update, a ForEach callback may write to the bucket it walks.
+//   - A panic inside a transaction function becomes that call's error; the
+//     store keeps working.
+//   - DeleteBucket also resets the bucket's sequence.
+//   - Calling View, Update or Close from inside a transaction function
+//     deadlocks.
 //
 // Package store imports nothing of authsrv; only store/bolt imports bbolt.
 package store
