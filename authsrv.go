@@ -23,8 +23,11 @@ import (
 
 	"github.com/authsrv/authsrv/admin"
 	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/realm"
+	"github.com/authsrv/authsrv/resolver"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/store/bolt"
+	"github.com/authsrv/authsrv/user"
 )
 
 // Version is the release of this module.
@@ -56,7 +59,11 @@ type Server struct {
 	sealer    *secret.Sealer
 	hasher    *secret.Hasher
 	jwtKey    []byte
+	nodeID    string
 	admins    *admin.Service
+	resolvers *resolver.Service
+	realms    *realm.Service
+	attrs     *user.Attributes
 
 	started   atomic.Bool
 	closeOnce sync.Once
@@ -150,6 +157,23 @@ func (s *Server) open() error {
 	s.hasher = hasher
 	s.jwtKey = c.jwtKey
 	s.admins = admin.New(s.st, hasher, c.now)
+	s.nodeID = NodeID(c.nodeName)
+	if err := registerNode(context.Background(), s.st, s.nodeID, c.nodeName, c.now()); err != nil {
+		return err
+	}
+	types := c.resolverTypes
+	if types == nil {
+		types = DefaultResolverTypes()
+	}
+	s.resolvers = resolver.New(s.st, sealer, types, c.log, c.now)
+	s.attrs = user.NewAttributes(s.st)
+	s.realms = realm.New(realm.Config{
+		Store: s.st, Resolvers: s.resolvers, Attrs: s.attrs,
+		LocalNode: s.nodeID, NodeExists: func(ctx context.Context, id string) (bool, error) {
+			return nodeExists(ctx, s.st, id)
+		},
+		Superusers: c.superuserRealms,
+	})
 	return nil
 }
 
@@ -200,6 +224,9 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.started.Store(false)
 		close(s.done)
+		if s.resolvers != nil {
+			_ = s.resolvers.Close()
+		}
 		if s.ownsStore {
 			s.closeErr = s.st.Close()
 		}
@@ -212,6 +239,18 @@ func (s *Server) Store() store.Store { return s.st }
 
 // Admins manages the local administrator accounts.
 func (s *Server) Admins() *admin.Service { return s.admins }
+
+// Resolvers manages the user stores.
+func (s *Server) Resolvers() *resolver.Service { return s.resolvers }
+
+// Realms manages realms and finds users in them.
+func (s *Server) Realms() *realm.Service { return s.realms }
+
+// UserAttributes stores custom user attributes.
+func (s *Server) UserAttributes() *user.Attributes { return s.attrs }
+
+// NodeID is this node's id (a UUID derived from the node name).
+func (s *Server) NodeID() string { return s.nodeID }
 
 // Sealer seals secrets at rest.
 func (s *Server) Sealer() *secret.Sealer { return s.sealer }

@@ -42,6 +42,8 @@ var floors = map[string]float64{
 	"store":           1,
 	"store/bolt":      1.25,
 	"internal/secret": 1,
+	// Test helpers: imported by tests only.
+	"internal/testsvc": 1,
 }
 
 // floorOf returns the floor of a package path relative to the module.

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/resolver"
 	"github.com/authsrv/authsrv/store"
 )
 
@@ -41,6 +42,7 @@ type config struct {
 	kdfMaxWait      time.Duration
 	openTimeout     time.Duration
 	jwtLifetime     time.Duration
+	resolverTypes   resolver.Registry
 }
 
 func defaults() config {
@@ -57,6 +59,19 @@ func defaults() config {
 		kdfMaxWait:  DefaultKDFMaxWait,
 		openTimeout: DefaultOpenTimeout,
 		jwtLifetime: DefaultJWTLifetime,
+	}
+}
+
+// WithResolverTypes replaces the table of user-store types (the default
+// has passwdresolver, ldapresolver, sqlresolver and scimresolver). A Go
+// program can add its own type to DefaultResolverTypes() and pass it here.
+func WithResolverTypes(types resolver.Registry) Option {
+	return func(c *config) error {
+		if len(types) == 0 {
+			return errors.New("resolver types: empty")
+		}
+		c.resolverTypes = types
+		return nil
 	}
 }
 

@@ -4,10 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages that tests start as real services on loopback. None yet:
-# the services arrive with the subsystems that need them (slapd for LDAP,
-# postgresql for SQL resolvers, freeradius for RADIUS).
-packages=()
+# Debian packages that tests start as real services on loopback:
+# OpenLDAP for the LDAP resolver, PostgreSQL for the SQL resolver.
+packages=(slapd ldap-utils postgresql openssl)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -17,6 +16,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo=sudo
 	echo "installing: ${missing[*]}"
+	# slapd: no configuration of its own; the tests write theirs.
+	echo "slapd slapd/no_configuration boolean true" | $sudo debconf-set-selections
 	$sudo apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi

@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/rs/zerolog"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/realm"
+	"github.com/authsrv/authsrv/user"
 )
 
 // Roles carried in the JWT.
@@ -148,7 +151,7 @@ func (c *call) authorize(action string) error {
 // adminRights lists the admin actions of the registered routes: with no
 // admin policy every one of them is granted.
 func (a *api) adminRights() []string {
-	var out []string
+	out := slices.Clone(a.innerActions)
 	for _, e := range a.endpoints {
 		if e.action != "" && !slices.Contains(out, e.action) {
 			out = append(out, e.action)
@@ -158,8 +161,9 @@ func (a *api) adminRights() []string {
 	return out
 }
 
-// postAuth is POST /auth: local administrators get an admin JWT. Realm
-// users log in here once realms exist.
+// postAuth is POST /auth: local administrators get an admin JWT; realm
+// users are checked against their user store and get the user role (the
+// admin role in a superuser realm).
 func postAuth(c *call) (answer, error) {
 	username, err := c.p.str("username")
 	if err != nil {
@@ -173,23 +177,37 @@ func postAuth(c *call) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	if realm != "" {
-		// No realm exists before the users subsystem: any realm named
-		// here is unknown.
+	if realm != "" && !c.isRealm(realm) {
 		c.a.s.Hasher().Dummy(c.ctx, password)
 		return answer{}, apierr.New(apierr.AuthWrongCredentials, "Authentication failure. Unknown realm: "+realm+".")
 	}
 	if username == "" {
 		return answer{}, errNoUsername
 	}
+	// Local administrators first, by the raw name, whatever the realm.
 	ok, err := c.a.s.Admins().Check(c.ctx, username, password)
 	if err != nil {
 		return answer{}, err
 	}
-	if !ok {
-		return answer{}, errWrongCreds
+	var who identity
+	if ok {
+		who = identity{Username: username, Realm: "", Role: roleAdmin, AuthType: "password"}
+	} else {
+		u, found, err := c.realmUserLogin(username, realm, password)
+		if err != nil {
+			return answer{}, err
+		}
+		if !found {
+			return answer{}, errWrongCreds
+		}
+		who = identity{Username: u.Login, Realm: u.Realm, Role: roleUser, AuthType: "password"}
+		if c.a.s.Realms().IsSuperuser(u.Realm) {
+			who.Role = roleAdmin
+		}
 	}
-	who := identity{Username: username, Realm: "", Role: roleAdmin, AuthType: "password", Rights: c.a.adminRights()}
+	if who.Role == roleAdmin {
+		who.Rights = c.a.adminRights()
+	}
 	tok, _, err := c.a.issueToken(who)
 	if err != nil {
 		return answer{}, err
@@ -202,6 +220,29 @@ func postAuth(c *call) (answer, error) {
 		"auth":     true,
 		"rights":   nonNil(who.Rights),
 	}}, nil
+}
+
+// realmUserLogin checks a realm user's password with its resolver. A user
+// that cannot be found, and a user store that is down, both end as wrong
+// credentials for the client; the store failure is logged.
+func (c *call) realmUserLogin(username, realmName, password string) (user.User, bool, error) {
+	login := username
+	if realmName == "" {
+		login, realmName = user.Split(username, c.isRealm, true)
+	}
+	u, in, err := c.a.s.Realms().Resolve(c.ctx, login, realmName)
+	if err != nil {
+		if !errors.Is(err, realm.ErrNoUser) && !errors.Is(err, realm.ErrNotFound) {
+			zerolog.Ctx(c.ctx).Warn().Err(err).Str("realm", realmName).Msg("user lookup for /auth failed")
+		}
+		return u, false, nil
+	}
+	ok, err := in.CheckPassword(c.ctx, u.UID, password)
+	if err != nil {
+		zerolog.Ctx(c.ctx).Warn().Err(err).Str("resolver", u.Resolver).Msg("password check for /auth failed")
+		return u, false, nil
+	}
+	return u, ok, nil
 }
 
 func nonNil(s []string) []string {

@@ -39,3 +39,35 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "hsm": "OK"})
 }
+
+// resolversz checks the connection of every LDAP and SQL resolver: 200
+// {"status":"ready"} with each resolver "OK", or 503 {"status":"fail"}
+// naming the failing ones; 503 {"status":"error"} when the check itself
+// fails.
+func (a *api) resolversz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	ctx, cancel := context.WithTimeout(r.Context(), resolverszTimeout)
+	defer cancel()
+	health, err := a.s.Resolvers().Health(ctx)
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "error"})
+		return
+	}
+	body := map[string]any{}
+	status, code := "ready", http.StatusOK
+	for _, typ := range []string{"ldapresolver", "sqlresolver"} {
+		m := map[string]string{}
+		for name, ok := range health[typ] {
+			m[name] = "OK"
+			if !ok {
+				m[name] = "fail"
+				status, code = "fail", http.StatusServiceUnavailable
+			}
+		}
+		body[typ] = m
+	}
+	body["status"] = status
+	writeJSON(w, code, body)
+}
+
+// resolverszTimeout bounds the resolver checks of one probe.
+const resolverszTimeout = 10 * time.Second

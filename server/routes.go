@@ -17,8 +17,41 @@ func (a *api) routes() {
 	a.probe("/healthz/startupz", a.startupz)
 	a.probe("/healthz/readyz", a.readyz)
 
+	a.router.GET("/healthz/resolversz", a.resolversz)
+	a.router.GET("/healthz/resolversz/", a.resolversz)
+	a.endpoints = append(a.endpoints, routeInfo{http.MethodGet, "/healthz/resolversz", public, ""})
+
 	// Authentication.
 	a.handle(http.MethodPost, "/auth", endpoint{access: public, authLimit: true, fn: postAuth})
+
+	// Realms and the default realm.
+	a.handle(http.MethodGet, "/realm/", endpoint{access: adminRole, fn: getRealms})
+	a.handle(http.MethodGet, "/realm/superuser", endpoint{access: adminRole, fn: getSuperuserRealms})
+	a.handle(http.MethodPost, "/realm/:realm", endpoint{access: adminRole, action: "resolverwrite", fn: postRealm})
+	a.handle(http.MethodPost, "/realm/:realm/node/:nodeid", endpoint{access: adminRole, action: "resolverwrite", fn: postRealmNode})
+	a.handle(http.MethodDelete, "/realm/:realm", endpoint{access: adminRole, action: "resolverdelete", fn: deleteRealm})
+	a.handle(http.MethodGet, "/defaultrealm", endpoint{access: adminRole, fn: getDefaultRealm})
+	a.handle(http.MethodPost, "/defaultrealm/:realm", endpoint{access: adminRole, action: "resolverwrite", fn: postDefaultRealm})
+	a.handle(http.MethodDelete, "/defaultrealm", endpoint{access: adminRole, action: "resolverdelete", fn: deleteDefaultRealm})
+
+	// Resolvers. POST /resolver/test shares POST /resolver/:resolvername,
+	// and GET /resolver/:resolvername/default takes a type there.
+	a.handle(http.MethodGet, "/resolver/", endpoint{access: adminRole, action: "resolverread", fn: getResolvers})
+	a.handle(http.MethodGet, "/resolver/:resolvername", endpoint{access: adminRole, action: "resolverread", fn: getResolvers})
+	a.handle(http.MethodGet, "/resolver/:resolvername/default", endpoint{access: adminRole, fn: getResolverDefaults})
+	a.handle(http.MethodPost, "/resolver/:resolvername", endpoint{access: adminRole, action: "resolverwrite", fn: postResolver})
+	a.handle(http.MethodDelete, "/resolver/:resolvername", endpoint{access: adminRole, action: "resolverdelete", fn: deleteResolver})
+
+	// Users and custom attributes. DELETE /user/{resolver}/{user} and
+	// DELETE /user/attribute/{key}/{user}/{realm} share one route.
+	a.handle(http.MethodGet, "/user/", endpoint{access: anyRole, fn: getUsers})
+	a.handle(http.MethodPost, "/user/", endpoint{access: adminRole, action: "adduser", fn: postUser})
+	a.handle(http.MethodPut, "/user/", endpoint{access: anyRole, fn: putUser})
+	a.handle(http.MethodDelete, "/user/:first/*rest", endpoint{access: anyRole, fn: deleteUserOrAttribute})
+	a.handle(http.MethodPost, "/user/attribute", endpoint{access: anyRole, fn: postUserAttribute})
+	a.handle(http.MethodGet, "/user/attribute", endpoint{access: anyRole, fn: getUserAttribute})
+	a.handle(http.MethodGet, "/user/editable_attributes/", endpoint{access: anyRole, fn: getEditableAttributes})
+	a.innerActions = append(a.innerActions, "userlist", "updateuser", "deleteuser")
 }
 
 // probe registers a health probe for both slash forms.

@@ -50,6 +50,9 @@ type api struct {
 	// endpoints lists every registered route, for the route tests and the
 	// rights list of /auth.
 	endpoints []routeInfo
+	// innerActions are admin actions handlers check themselves (on routes
+	// shared by several roles).
+	innerActions []string
 }
 
 type routeInfo struct {

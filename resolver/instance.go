@@ -1,0 +1,314 @@
+package resolver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/authsrv/authsrv/store"
+)
+
+// maxCacheEntries bounds each resolver's user cache; past it the cache is
+// emptied and refills.
+const maxCacheEntries = 200_000
+
+// Instance is a live resolver: the store built from the current definition
+// with the user cache in front of it. It is replaced (and the old one
+// closed) when the definition changes, which drops the cache.
+type Instance struct {
+	name     string
+	typ      string
+	rev      uint64
+	editable bool
+	r        Resolver
+	ttl      time.Duration
+	now      func() time.Time
+
+	mu    sync.Mutex
+	uids  map[string]cached[string] // login -> uid
+	infos map[string]cached[Info]   // uid -> info
+}
+
+type cached[T any] struct {
+	v       T
+	expires time.Time
+}
+
+// Name is the resolver's name.
+func (in *Instance) Name() string { return in.name }
+
+// Type is the resolver's type name.
+func (in *Instance) Type() string { return in.typ }
+
+// Editable reports whether the resolver allows writes.
+func (in *Instance) Editable() bool { return in.editable }
+
+// Store is the underlying store (without the cache).
+func (in *Instance) Store() Resolver { return in.r }
+
+func (in *Instance) cacheGet(login string) (string, bool) {
+	if in.ttl <= 0 {
+		return "", false
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	c, ok := in.uids[login]
+	if !ok || in.now().After(c.expires) {
+		return "", false
+	}
+	return c.v, true
+}
+
+// UserID returns the uid of login, from the cache when fresh.
+func (in *Instance) UserID(ctx context.Context, login string) (string, error) {
+	if uid, ok := in.cacheGet(login); ok {
+		return uid, nil
+	}
+	uid, err := in.r.UserID(ctx, login)
+	if err != nil {
+		return "", err
+	}
+	if in.ttl > 0 {
+		in.mu.Lock()
+		if len(in.uids) >= maxCacheEntries {
+			clear(in.uids)
+		}
+		in.uids[login] = cached[string]{uid, in.now().Add(in.ttl)}
+		in.mu.Unlock()
+	}
+	return uid, nil
+}
+
+// User returns uid's info (a copy), from the cache when fresh.
+func (in *Instance) User(ctx context.Context, uid string) (Info, error) {
+	if in.ttl > 0 {
+		in.mu.Lock()
+		c, ok := in.infos[uid]
+		in.mu.Unlock()
+		if ok && !in.now().After(c.expires) {
+			return maps.Clone(c.v), nil
+		}
+	}
+	info, err := in.r.User(ctx, uid)
+	if err != nil {
+		return nil, err
+	}
+	if in.ttl > 0 {
+		in.mu.Lock()
+		if len(in.infos) >= maxCacheEntries {
+			clear(in.infos)
+		}
+		in.infos[uid] = cached[Info]{maps.Clone(info), in.now().Add(in.ttl)}
+		in.mu.Unlock()
+	}
+	return info, nil
+}
+
+// Search lists users (never cached).
+func (in *Instance) Search(ctx context.Context, filter map[string]string) ([]Info, error) {
+	return in.r.Search(ctx, filter)
+}
+
+// CheckPassword checks a password (never cached).
+func (in *Instance) CheckPassword(ctx context.Context, uid, password string) (bool, error) {
+	return in.r.CheckPassword(ctx, uid, password)
+}
+
+// Editor returns the writable side of the store, or ErrNotEditable.
+func (in *Instance) Editor() (Editor, error) {
+	ed, ok := in.r.(Editor)
+	if !ok || !in.editable || !ed.Editable() {
+		return nil, ErrNotEditable
+	}
+	return editor{in, ed}, nil
+}
+
+// Fields lists the Info keys the store maps, when it says.
+func (in *Instance) Fields() []string {
+	if f, ok := in.r.(Fielder); ok {
+		return f.Fields()
+	}
+	return nil
+}
+
+// editor forgets cached entries of the users it changes.
+type editor struct {
+	in *Instance
+	ed Editor
+}
+
+func (e editor) Editable() bool { return true }
+
+func (e editor) Create(ctx context.Context, fields map[string]string) (string, error) {
+	uid, err := e.ed.Create(ctx, fields)
+	e.in.forget(uid, fields[KeyUsername])
+	return uid, err
+}
+
+func (e editor) Update(ctx context.Context, uid string, fields map[string]string) error {
+	err := e.ed.Update(ctx, uid, fields)
+	e.in.forget(uid, "")
+	return err
+}
+
+func (e editor) Delete(ctx context.Context, uid string) error {
+	err := e.ed.Delete(ctx, uid)
+	e.in.forget(uid, "")
+	return err
+}
+
+func (in *Instance) forget(uid, login string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	delete(in.infos, uid)
+	if login != "" {
+		delete(in.uids, login)
+	}
+	for l, c := range in.uids {
+		if c.v == uid {
+			delete(in.uids, l)
+		}
+	}
+}
+
+// Instance returns the live resolver name, building it when its definition
+// changed since the last call (here or on another node).
+func (s *Service) Instance(ctx context.Context, name string) (*Instance, error) {
+	var rec record
+	found := false
+	if err := s.st.View(ctx, func(tx store.Tx) error {
+		err := store.GetJSON(tx.Bucket(bucket), key(name), &rec)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		found = err == nil
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if !found {
+		s.drop(name)
+		return nil, fmt.Errorf("resolver %s: %w", name, ErrNotFound)
+	}
+	k := strings.ToLower(name)
+	s.mu.Lock()
+	in := s.instances[k]
+	s.mu.Unlock()
+	if in != nil && in.rev == rec.Rev {
+		return in, nil
+	}
+	t, err := s.typeOf(rec.Type)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := s.open(rec)
+	if err != nil {
+		return nil, err
+	}
+	r, err := t.New(ctx, cfg, Env{Log: s.log.With().Str("resolver", rec.Name).Logger(), Now: s.now})
+	if err != nil {
+		return nil, fmt.Errorf("resolver %s: %w", rec.Name, err)
+	}
+	fresh := &Instance{
+		name: rec.Name, typ: rec.Type, rev: rec.Rev, r: r, now: s.now,
+		uids: map[string]cached[string]{}, infos: map[string]cached[Info]{},
+	}
+	if t.Editable != nil {
+		fresh.editable = t.Editable(cfg)
+	}
+	if t.CacheTimeout != nil {
+		fresh.ttl = t.CacheTimeout(cfg)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur := s.instances[k]; cur != nil {
+		if cur.rev >= fresh.rev {
+			_ = r.Close() // another request built it first
+			return cur, nil
+		}
+		_ = cur.r.Close()
+	}
+	s.instances[k] = fresh
+	return fresh, nil
+}
+
+// drop closes and forgets the live instance of name.
+func (s *Service) drop(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := strings.ToLower(name)
+	if in := s.instances[k]; in != nil {
+		_ = in.r.Close()
+		delete(s.instances, k)
+	}
+	s.healthMu.Lock()
+	s.health = healthCache{}
+	s.healthMu.Unlock()
+}
+
+// Close closes every live instance.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, in := range s.instances {
+		_ = in.r.Close()
+		delete(s.instances, k)
+	}
+	return nil
+}
+
+// HealthTTL is how long a resolver health result is reused.
+const HealthTTL = 5 * time.Second
+
+type healthCache struct {
+	at     time.Time
+	result map[string]map[string]bool
+}
+
+// Health checks the connection of every resolver whose store has one
+// (LDAP, SQL) and returns type → name → ok. Results are reused for
+// HealthTTL so probes cannot hammer the directories. Each check is bounded
+// by ctx.
+func (s *Service) Health(ctx context.Context) (map[string]map[string]bool, error) {
+	s.healthMu.Lock()
+	h := s.health
+	s.healthMu.Unlock()
+	if h.result != nil && s.now().Sub(h.at) < HealthTTL {
+		return h.result, nil
+	}
+	defs, err := s.List(ctx, "", false)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, d := range defs {
+		wg.Go(func() {
+			in, err := s.Instance(ctx, d.Name)
+			var ok bool
+			if err == nil {
+				p, pinger := in.r.(Pinger)
+				if !pinger {
+					return
+				}
+				ok = p.Ping(ctx) == nil
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if out[d.Type] == nil {
+				out[d.Type] = map[string]bool{}
+			}
+			out[d.Type][d.Name] = ok
+		})
+	}
+	wg.Wait()
+	s.healthMu.Lock()
+	s.health = healthCache{at: s.now(), result: out}
+	s.healthMu.Unlock()
+	return out, nil
+}

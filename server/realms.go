@@ -1,0 +1,183 @@
+package server
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/realm"
+)
+
+// realmJSON renders a realm as GET /realm/ shows it.
+func (c *call) realmJSON(r realm.Realm, isDefault bool) map[string]any {
+	entries := []map[string]any{}
+	for _, e := range r.Resolvers {
+		m := map[string]any{"name": e.Name, "node": e.Node}
+		if e.Priority != nil {
+			m["priority"] = *e.Priority
+		}
+		if d, ok, err := c.a.s.Resolvers().Get(c.ctx, e.Name); err == nil && ok {
+			m["type"] = d.Type
+		}
+		entries = append(entries, m)
+	}
+	return map[string]any{"id": r.ID, "default": isDefault, "resolver": entries}
+}
+
+// getRealms is GET /realm/.
+func getRealms(c *call) (answer, error) {
+	list, def, err := c.a.s.Realms().List(c.ctx)
+	if err != nil {
+		return answer{}, err
+	}
+	out := map[string]any{}
+	for _, r := range list {
+		out[r.Name] = c.realmJSON(r, r.Name == def)
+	}
+	return answer{value: out}, nil
+}
+
+// getSuperuserRealms is GET /realm/superuser.
+func getSuperuserRealms(c *call) (answer, error) {
+	return answer{value: nonNil(c.a.s.Realms().Superusers())}, nil
+}
+
+// priority reads priority.<resolver>: JSON integers and, unlike
+// privacyIDEA, form integers too.
+func (c *call) priority(name string) (*int, error) {
+	raw, ok := c.p.raw("priority." + name)
+	if !ok {
+		return nil, nil
+	}
+	var s string
+	switch v := raw.(type) {
+	case json.Number:
+		s = v.String()
+	case string:
+		s = strings.TrimSpace(v)
+	case nil:
+		return nil, nil
+	default:
+		return nil, apierr.New(apierr.Parameter, "priority."+name+" must be an integer")
+	}
+	if s == "" {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return nil, apierr.New(apierr.Parameter, "priority."+name+" must be an integer")
+	}
+	return &n, nil
+}
+
+// postRealm is POST /realm/{realm}.
+func postRealm(c *call) (answer, error) {
+	name, err := c.p.required("realm")
+	if err != nil {
+		return answer{}, err
+	}
+	names, err := c.p.list("resolvers")
+	if err != nil {
+		return answer{}, err
+	}
+	var entries []realm.Entry
+	for _, n := range names {
+		prio, err := c.priority(n)
+		if err != nil {
+			return answer{}, err
+		}
+		entries = append(entries, realm.Entry{Name: n, Priority: prio})
+	}
+	added, failed, err := c.a.s.Realms().Set(c.ctx, name, entries)
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{value: map[string]any{"added": added, "failed": failed}}, nil
+}
+
+// postRealmNode is POST /realm/{realm}/node/{nodeid}.
+func postRealmNode(c *call) (answer, error) {
+	name, err := c.p.required("realm")
+	if err != nil {
+		return answer{}, err
+	}
+	node, _ := c.p.str("nodeid")
+	raw, ok := c.p.raw("resolver")
+	list, isList := raw.([]any)
+	if !ok || !isList {
+		return answer{}, realm.ErrBadData
+	}
+	var entries []realm.Entry
+	for _, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return answer{}, realm.ErrBadData
+		}
+		n, ok := m["name"].(string)
+		if !ok || n == "" {
+			return answer{}, realm.ErrBadData
+		}
+		e := realm.Entry{Name: n}
+		switch p := m["priority"].(type) {
+		case nil:
+		case json.Number:
+			v, err := strconv.Atoi(p.String())
+			if err != nil {
+				return answer{}, realm.ErrBadData
+			}
+			e.Priority = &v
+		default:
+			return answer{}, realm.ErrBadData
+		}
+		entries = append(entries, e)
+	}
+	added, failed, err := c.a.s.Realms().SetNode(c.ctx, name, node, entries)
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{value: map[string]any{"added": added, "failed": failed}}, nil
+}
+
+// deleteRealm is DELETE /realm/{realm}.
+func deleteRealm(c *call) (answer, error) {
+	name, err := c.p.required("realm")
+	if err != nil {
+		return answer{}, err
+	}
+	withAttrs, err := c.p.boolean("delete_custom_attributes")
+	if err != nil {
+		return answer{}, err
+	}
+	id, err := c.a.s.Realms().Delete(c.ctx, name, withAttrs)
+	return answer{value: id}, err
+}
+
+// getDefaultRealm is GET /defaultrealm.
+func getDefaultRealm(c *call) (answer, error) {
+	def, err := c.a.s.Realms().Default(c.ctx)
+	if err != nil || def == "" {
+		return answer{value: map[string]any{}}, err
+	}
+	r, _, err := c.a.s.Realms().Get(c.ctx, def)
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{value: map[string]any{r.Name: c.realmJSON(r, true)}}, nil
+}
+
+// postDefaultRealm is POST /defaultrealm/{realm}.
+func postDefaultRealm(c *call) (answer, error) {
+	name, err := c.p.required("realm")
+	if err != nil {
+		return answer{}, err
+	}
+	id, err := c.a.s.Realms().SetDefault(c.ctx, name)
+	return answer{value: id}, err
+}
+
+// deleteDefaultRealm is DELETE /defaultrealm.
+func deleteDefaultRealm(c *call) (answer, error) {
+	id, err := c.a.s.Realms().ClearDefault(c.ctx)
+	return answer{value: id}, err
+}

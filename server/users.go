@@ -1,0 +1,390 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/realm"
+	"github.com/authsrv/authsrv/resolver"
+	"github.com/authsrv/authsrv/user"
+)
+
+var errNotOwnAttribute = apierr.New(apierr.Policy, "User is not allowed to delete attributes of other users.")
+
+// listParams are the GET /user/ parameters that are not search keys.
+var listParams = []string{"realm", "resolver", "user", "username", "attributes", "include_custom_attributes"}
+
+func unknownResolver(name string) error {
+	return apierr.New(apierr.User, fmt.Sprintf("The resolver '%s' does not exist!", name))
+}
+
+// isRealm is the realm test user.Split needs.
+func (c *call) isRealm(name string) bool { return c.a.s.Realms().Exists(c.ctx, name) }
+
+// targetUser finds the user a request is about: the caller itself for the
+// user role; else the "user" parameter (login or login@realm) with the
+// optional "realm" and "resolver".
+func (c *call) targetUser() (user.User, *resolver.Instance, error) {
+	var login, realmName, resolverName string
+	if c.who != nil && c.who.Role == roleUser {
+		login, realmName = c.who.Username, c.who.Realm
+	} else {
+		var err error
+		if login, err = c.p.required("user"); err != nil {
+			return user.User{}, nil, err
+		}
+		if realmName, err = c.p.str("realm"); err != nil {
+			return user.User{}, nil, err
+		}
+		if resolverName, err = c.p.str("resolver"); err != nil {
+			return user.User{}, nil, err
+		}
+		if realmName == "" {
+			login, realmName = user.Split(login, c.isRealm, true)
+		}
+	}
+	if resolverName != "" {
+		if realmName == "" {
+			def, err := c.a.s.Realms().Default(c.ctx)
+			if err != nil {
+				return user.User{}, nil, err
+			}
+			realmName = def
+		}
+		u, in, err := c.a.s.Realms().ResolveIn(c.ctx, login, realmName, resolverName)
+		if errors.Is(err, resolver.ErrNotFound) {
+			return u, nil, unknownResolver(resolverName)
+		}
+		return u, in, err
+	}
+	u, in, err := c.a.s.Realms().Resolve(c.ctx, login, realmName)
+	if errors.Is(err, realm.ErrNotFound) {
+		return u, nil, realm.ErrNoUser
+	}
+	return u, in, err
+}
+
+// userJSON renders a listed user.
+func userJSON(l realm.Listed, custom map[string]string, only []string) map[string]any {
+	obj := map[string]any{}
+	for k, v := range l.Info {
+		obj[k] = v
+	}
+	obj["realm"], obj["resolver"], obj["editable"] = l.Realm, l.Resolver, l.Editable
+	for k, v := range custom {
+		if _, taken := obj[k]; !taken {
+			obj[k] = v
+		}
+	}
+	if len(only) > 0 {
+		maps.DeleteFunc(obj, func(k string, _ any) bool { return !slices.Contains(only, k) })
+	}
+	return obj
+}
+
+// getUsers is GET /user/: admins list users (userlist), a user sees only
+// its own account.
+func getUsers(c *call) (answer, error) {
+	if c.who.Role == roleAdmin {
+		if err := c.authorize("userlist"); err != nil {
+			return answer{}, err
+		}
+	}
+	realms, err := c.p.list("realm")
+	if err != nil {
+		return answer{}, err
+	}
+	resolverName, err := c.p.str("resolver")
+	if err != nil {
+		return answer{}, err
+	}
+	login, err := c.p.str("user")
+	if err != nil {
+		return answer{}, err
+	}
+	if login == "" {
+		if login, err = c.p.str("username"); err != nil {
+			return answer{}, err
+		}
+	}
+	only, err := c.p.list("attributes")
+	if err != nil {
+		return answer{}, err
+	}
+	includeCustom := true
+	if c.p.has("include_custom_attributes") {
+		if includeCustom, err = c.p.boolean("include_custom_attributes"); err != nil {
+			return answer{}, err
+		}
+	}
+	filter := map[string]string{}
+	for _, k := range c.p.keys() {
+		if slices.Contains(listParams, k) {
+			continue
+		}
+		v, err := c.p.str(k)
+		if err != nil {
+			return answer{}, err
+		}
+		filter[k] = v
+	}
+	if c.who.Role == roleUser {
+		realms, resolverName, login = []string{c.who.Realm}, "", c.who.Username
+		filter = map[string]string{}
+		// The exact login, not a pattern: a user name containing * must
+		// not list other users.
+		login = strings.ReplaceAll(login, "*", "")
+	}
+	if login != "" && login != "*" {
+		filter[resolver.KeyUsername] = login
+	}
+	list, err := c.a.s.Realms().Users(c.ctx, realms, resolverName, filter)
+	if err != nil {
+		return answer{}, err
+	}
+	anyAttrs := false
+	if includeCustom {
+		if anyAttrs, err = c.a.s.UserAttributes().Exist(c.ctx); err != nil {
+			return answer{}, err
+		}
+	}
+	out := []any{}
+	for _, l := range list {
+		if c.who.Role == roleUser && l.Info.String(resolver.KeyUsername) != c.who.Username {
+			continue
+		}
+		var custom map[string]string
+		if anyAttrs {
+			u := user.User{Login: l.Info.String(resolver.KeyUsername), Realm: l.Realm, Resolver: l.Resolver, UID: l.Info.String(resolver.KeyUserID)}
+			if custom, err = c.a.s.UserAttributes().Get(c.ctx, u); err != nil {
+				return answer{}, err
+			}
+		}
+		out = append(out, userJSON(l, custom, only))
+	}
+	return answer{value: out}, nil
+}
+
+// userFields picks the store fields of a create or update request: the
+// keys the resolver maps (or the standard ones) and the password.
+func (c *call) userFields(in *resolver.Instance) (map[string]string, error) {
+	known := in.Fields()
+	if known == nil {
+		known = []string{resolver.KeyGivenname, resolver.KeySurname, resolver.KeyEmail, resolver.KeyPhone,
+			resolver.KeyMobile, resolver.KeyDescription}
+	}
+	fields := map[string]string{}
+	for _, k := range append(known, resolver.KeyPassword) {
+		if k == resolver.KeyUsername || k == resolver.KeyUserID || !c.p.has(k) {
+			continue
+		}
+		v, err := c.p.str(k)
+		if err != nil {
+			return nil, err
+		}
+		fields[k] = v
+	}
+	return fields, nil
+}
+
+// postUser is POST /user/ (adduser): creates a user in an editable
+// resolver and returns its uid.
+func postUser(c *call) (answer, error) {
+	login, err := c.p.required("user")
+	if err != nil {
+		return answer{}, err
+	}
+	resolverName, err := c.p.required("resolver")
+	if err != nil {
+		return answer{}, err
+	}
+	in, err := c.a.s.Resolvers().Instance(c.ctx, resolverName)
+	if errors.Is(err, resolver.ErrNotFound) {
+		return answer{}, unknownResolver(resolverName)
+	} else if err != nil {
+		return answer{}, err
+	}
+	ed, err := in.Editor()
+	if err != nil {
+		return answer{}, err
+	}
+	if _, err := in.UserID(c.ctx, login); err == nil {
+		return answer{}, apierr.New(apierr.User, fmt.Sprintf("The user %s already exists in resolver %s.", login, in.Name()))
+	} else if !errors.Is(err, resolver.ErrNoUser) {
+		return answer{}, err
+	}
+	fields, err := c.userFields(in)
+	if err != nil {
+		return answer{}, err
+	}
+	fields[resolver.KeyUsername] = login
+	uid, err := ed.Create(c.ctx, fields)
+	return answer{value: uid}, err
+}
+
+// putUser is PUT /user/ (updateuser); a user may change its own data.
+func putUser(c *call) (answer, error) {
+	if c.who.Role == roleAdmin {
+		if err := c.authorize("updateuser"); err != nil {
+			return answer{}, err
+		}
+	}
+	var in *resolver.Instance
+	var uid string
+	if c.who.Role == roleUser {
+		u, inst, err := c.targetUser()
+		if err != nil {
+			return answer{}, err
+		}
+		in, uid = inst, u.UID
+	} else {
+		resolverName, err := c.p.required("resolver")
+		if err != nil {
+			return answer{}, err
+		}
+		if in, err = c.a.s.Resolvers().Instance(c.ctx, resolverName); errors.Is(err, resolver.ErrNotFound) {
+			return answer{}, unknownResolver(resolverName)
+		} else if err != nil {
+			return answer{}, err
+		}
+		if uid, err = c.p.str("userid"); err != nil {
+			return answer{}, err
+		}
+		if uid == "" {
+			login, err := c.p.required("user")
+			if err != nil {
+				return answer{}, err
+			}
+			if uid, err = in.UserID(c.ctx, login); errors.Is(err, resolver.ErrNoUser) {
+				return answer{}, realm.ErrNoUser
+			} else if err != nil {
+				return answer{}, err
+			}
+		}
+	}
+	ed, err := in.Editor()
+	if err != nil {
+		return answer{}, err
+	}
+	fields, err := c.userFields(in)
+	if err != nil {
+		return answer{}, err
+	}
+	if err := ed.Update(c.ctx, uid, fields); err != nil {
+		if errors.Is(err, resolver.ErrNoUser) {
+			return answer{}, realm.ErrNoUser
+		}
+		return answer{}, err
+	}
+	return answer{value: true}, nil
+}
+
+// deleteUserOrAttribute serves DELETE /user/{resolver}/{user} and DELETE
+// /user/attribute/{key}/{user}/{realm}, which httprouter cannot register
+// side by side.
+func deleteUserOrAttribute(c *call) (answer, error) {
+	first, _ := c.p.str("first")
+	rest, _ := c.p.str("rest")
+	parts := strings.Split(strings.Trim(rest, "/"), "/")
+	if first == "attribute" && len(parts) == 3 {
+		return deleteUserAttribute(c, parts[0], parts[1], parts[2])
+	}
+	if len(parts) != 1 || parts[0] == "" {
+		return answer{}, apierr.New(apierr.ResourceNotFound, "The requested URL was not found on the server.")
+	}
+	if c.who.Role != roleAdmin {
+		return answer{}, errWrongRole
+	}
+	if err := c.authorize("deleteuser"); err != nil {
+		return answer{}, err
+	}
+	in, err := c.a.s.Resolvers().Instance(c.ctx, first)
+	if errors.Is(err, resolver.ErrNotFound) {
+		return answer{}, unknownResolver(first)
+	} else if err != nil {
+		return answer{}, err
+	}
+	ed, err := in.Editor()
+	if err != nil {
+		return answer{}, err
+	}
+	uid, err := in.UserID(c.ctx, parts[0])
+	if errors.Is(err, resolver.ErrNoUser) {
+		return answer{}, realm.ErrNoUser
+	} else if err != nil {
+		return answer{}, err
+	}
+	if err := ed.Delete(c.ctx, uid); err != nil {
+		return answer{}, err
+	}
+	return answer{value: true}, nil
+}
+
+// postUserAttribute is POST /user/attribute.
+func postUserAttribute(c *call) (answer, error) {
+	key, err := c.p.required("key")
+	if err != nil {
+		return answer{}, err
+	}
+	value, err := c.p.str("value")
+	if err != nil {
+		return answer{}, err
+	}
+	typ, err := c.p.str("type")
+	if err != nil {
+		return answer{}, err
+	}
+	u, _, err := c.targetUser()
+	if err != nil {
+		return answer{}, err
+	}
+	id, err := c.a.s.UserAttributes().Set(c.ctx, u, key, value, typ)
+	return answer{value: id}, err
+}
+
+// getUserAttribute is GET /user/attribute: all custom attributes of a
+// user, or one value ("" when it is not set).
+func getUserAttribute(c *call) (answer, error) {
+	key, err := c.p.str("key")
+	if err != nil {
+		return answer{}, err
+	}
+	u, _, err := c.targetUser()
+	if err != nil && !errors.Is(err, realm.ErrNoUser) {
+		return answer{}, err
+	}
+	attrs, err := c.a.s.UserAttributes().Get(c.ctx, u)
+	if err != nil {
+		return answer{}, err
+	}
+	if key != "" {
+		return answer{value: attrs[key]}, nil
+	}
+	return answer{value: attrs}, nil
+}
+
+// deleteUserAttribute is DELETE /user/attribute/{key}/{user}/{realm}.
+func deleteUserAttribute(c *call, key, login, realmName string) (answer, error) {
+	if c.who.Role == roleUser && (login != c.who.Username || realm.Normalize(realmName) != c.who.Realm) {
+		return answer{}, errNotOwnAttribute
+	}
+	u, _, err := c.a.s.Realms().Resolve(c.ctx, login, realmName)
+	if errors.Is(err, realm.ErrNoUser) || errors.Is(err, realm.ErrNotFound) {
+		return answer{value: 0}, nil
+	} else if err != nil {
+		return answer{}, err
+	}
+	n, err := c.a.s.UserAttributes().Delete(c.ctx, u, key)
+	return answer{value: n}, err
+}
+
+// getEditableAttributes is GET /user/editable_attributes/: which custom
+// attributes the caller may set and delete. With no policy restricting it
+// every key and value is allowed.
+func getEditableAttributes(c *call) (answer, error) {
+	return answer{value: map[string]any{"delete": []string{"*"}, "set": map[string]any{"*": []string{"*"}}}}, nil
+}
