@@ -71,15 +71,20 @@ type env struct {
 
 func newEnv(t *testing.T, routes ...server.TestRoute) *env {
 	t.Helper()
+	return newEnvWith(t, nil, routes...)
+}
+
+func newEnvWith(t *testing.T, opts []authsrv.Option, routes ...server.TestRoute) *env {
+	t.Helper()
 	clk := &clock{t: testStart}
 	logs := &syncBuffer{}
-	s, err := authsrv.New(
+	s, err := authsrv.New(append([]authsrv.Option{
 		authsrv.WithStore(storetest.Open(t)),
 		authsrv.WithEncKey(testKey), authsrv.WithJWTKey(testKey),
 		authsrv.WithKDFParams(cheapKDF),
 		authsrv.WithClock(clk.now),
 		authsrv.WithLogger(zerolog.New(logs).Level(zerolog.DebugLevel)),
-	)
+	}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
