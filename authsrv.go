@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/authsrv/authsrv/admin"
 	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/realm"
 	"github.com/authsrv/authsrv/resolver"
 	"github.com/authsrv/authsrv/store"
@@ -64,6 +66,7 @@ type Server struct {
 	resolvers *resolver.Service
 	realms    *realm.Service
 	attrs     *user.Attributes
+	policies  *policy.Service
 
 	started   atomic.Bool
 	closeOnce sync.Once
@@ -174,7 +177,56 @@ func (s *Server) open() error {
 		},
 		Superusers: c.superuserRealms,
 	})
+	defs := c.actionDefs
+	if defs == nil {
+		defs = DefaultActionDefs()
+	}
+	s.policies = policy.New(policy.Config{
+		Store: s.st, Defs: defs, Now: c.now, NodeName: c.nodeName, Superusers: c.superuserRealms,
+		RealmExists: s.realms.Exists,
+		ResolverExists: func(ctx context.Context, name string) bool {
+			_, ok, err := s.resolvers.Get(ctx, name)
+			return err == nil && ok
+		},
+		NodeExists: func(ctx context.Context, name string) bool {
+			nodes, err := s.Nodes(ctx)
+			return err == nil && slices.ContainsFunc(nodes, func(n Node) bool { return n.Name == name })
+		},
+		UserResolvers: s.userResolvers,
+	})
 	return nil
+}
+
+// userResolvers lists the resolvers of realm that know login (for
+// policies with check_all_resolvers).
+func (s *Server) userResolvers(ctx context.Context, login, realmName string) []string {
+	r, _, err := s.realms.Get(ctx, realmName)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range s.realms.Ordered(r) {
+		in, err := s.resolvers.Instance(ctx, e.Name)
+		if err != nil {
+			continue
+		}
+		if _, err := in.UserID(ctx, login); err == nil {
+			out = append(out, in.Name())
+		}
+	}
+	return out
+}
+
+// Policies stores and matches policies.
+func (s *Server) Policies() *policy.Service { return s.policies }
+
+// DefaultActionDefs returns the policy action definitions authsrv ships.
+func DefaultActionDefs() *policy.Defs {
+	d := policy.NewDefs()
+	if err := d.Add(policy.Builtin()...); err != nil {
+		panic("authsrv: the built-in policy actions are inconsistent: " + err.Error())
+	}
+	return d
 }
 
 // checkCanary seals a known value at first start and checks it later, so a

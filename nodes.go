@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/authsrv/authsrv/resolver"
+	"github.com/authsrv/authsrv/resolver/ldap"
 	"github.com/authsrv/authsrv/store"
 )
 
@@ -62,5 +63,9 @@ func (s *Server) Nodes(ctx context.Context) ([]Node, error) {
 
 // DefaultResolverTypes returns the user-store types authsrv ships.
 func DefaultResolverTypes() resolver.Registry {
-	return resolver.Registry{}
+	types := resolver.Registry{}
+	for _, t := range []resolver.Type{ldap.Type()} {
+		types[t.Name] = t
+	}
+	return types
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/resolver"
 	"github.com/authsrv/authsrv/store"
 )
@@ -43,6 +44,7 @@ type config struct {
 	openTimeout     time.Duration
 	jwtLifetime     time.Duration
 	resolverTypes   resolver.Registry
+	actionDefs      *policy.Defs
 }
 
 func defaults() config {
@@ -59,6 +61,19 @@ func defaults() config {
 		kdfMaxWait:  DefaultKDFMaxWait,
 		openTimeout: DefaultOpenTimeout,
 		jwtLifetime: DefaultJWTLifetime,
+	}
+}
+
+// WithActionDefs replaces the registry of policy action definitions (the
+// default is DefaultActionDefs()). A Go program that adds a token type or
+// handler declares its actions there.
+func WithActionDefs(d *policy.Defs) Option {
+	return func(c *config) error {
+		if d == nil {
+			return errors.New("action definitions: nil")
+		}
+		c.actionDefs = d
+		return nil
 	}
 }
 

@@ -69,9 +69,11 @@ var (
 	ErrConfig = apierr.New(apierr.Resolver, "The resolver configuration is invalid.")
 )
 
-// ConfigError returns an ErrConfig-kind error with a specific text.
+// ConfigError returns an error with a specific text that errors.Is
+// matches as ErrConfig. (apierr sentinels compare by identity: wrap them
+// with fmt.Errorf's %w, never with Error.Wrap, to keep errors.Is working.)
 func ConfigError(text string) error {
-	return apierr.New(apierr.Resolver, text)
+	return apierr.New(apierr.Resolver, text).Wrap(ErrConfig)
 }
 
 // Resolver is one configured user store. Implementations are safe for

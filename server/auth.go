@@ -134,20 +134,6 @@ func (a *api) authenticate(r *http.Request) (*identity, error) {
 	return &identity{Username: c.Username, Realm: c.Realm, Role: c.Role, AuthType: c.AuthType, Rights: c.Rights}, nil
 }
 
-// authorize is the one rights check every protected handler calls with its
-// action name. Admin-scope actions need the admin role. Policies decide
-// beyond that once they exist; until then (no active policy) every admin is
-// allowed, which is privacyIDEA's rule for a scope without policies.
-func (c *call) authorize(action string) error {
-	if c.who == nil {
-		return errMissingHeader
-	}
-	if c.who.Role != roleAdmin {
-		return errWrongRole
-	}
-	return nil
-}
-
 // adminRights lists the admin actions of the registered routes: with no
 // admin policy every one of them is granted.
 func (a *api) adminRights() []string {

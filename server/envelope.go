@@ -50,6 +50,9 @@ type answer struct {
 	// auth marks authentication-type endpoints: envelope id 2 and
 	// result.authentication.
 	auth bool
+	// raw, when set, writes the whole response instead of the envelope
+	// (file downloads).
+	raw func(w http.ResponseWriter)
 }
 
 // authentication computes result.authentication the way privacyIDEA does

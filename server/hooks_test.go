@@ -39,6 +39,9 @@ type Route struct {
 	Method, Path, Access, Action string
 }
 
+// RoutesOf lists the routes of s (as Routes).
+func RoutesOf(s *authsrv.Server) []Route { return Routes(s) }
+
 // Routes lists the routes New registers.
 func Routes(s *authsrv.Server) []Route {
 	var out []Route

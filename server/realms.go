@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -31,8 +32,15 @@ func getRealms(c *call) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
+	only, err := c.realmFilter()
+	if err != nil {
+		return answer{}, err
+	}
 	out := map[string]any{}
 	for _, r := range list {
+		if only != nil && !slices.Contains(only, r.Name) {
+			continue
+		}
 		out[r.Name] = c.realmJSON(r, r.Name == def)
 	}
 	return answer{value: out}, nil

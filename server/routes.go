@@ -52,6 +52,16 @@ func (a *api) routes() {
 	a.handle(http.MethodGet, "/user/attribute", endpoint{access: anyRole, fn: getUserAttribute})
 	a.handle(http.MethodGet, "/user/editable_attributes/", endpoint{access: anyRole, fn: getEditableAttributes})
 	a.innerActions = append(a.innerActions, "userlist", "updateuser", "deleteuser")
+
+	// Policies. The static children (check, defs, export, enable, disable,
+	// import) share the :name routes and are dispatched inside.
+	a.handle(http.MethodGet, "/policy/", endpoint{access: adminRole, action: "policyread", fn: getPolicies})
+	a.handle(http.MethodGet, "/policy/:name", endpoint{access: adminRole, action: "policyread", fn: getPolicyRoute})
+	a.handle(http.MethodGet, "/policy/:name/:sub", endpoint{access: adminRole, action: "policyread", fn: getPolicySub})
+	a.handle(http.MethodPost, "/policy/:name", endpoint{access: adminRole, action: "policywrite", fn: postPolicyRoute})
+	a.handle(http.MethodPost, "/policy/:name/:sub", endpoint{access: adminRole, action: "policywrite", fn: postPolicySub})
+	a.handle(http.MethodPatch, "/policy/:oldname", endpoint{access: adminRole, action: "policywrite", fn: patchPolicy})
+	a.handle(http.MethodDelete, "/policy/:name", endpoint{access: adminRole, action: "policydelete", fn: deletePolicy})
 }
 
 // probe registers a health probe for both slash forms.

@@ -243,6 +243,10 @@ func (a *api) wrap(ep endpoint) httprouter.Handle {
 			a.writeError(w, r, err)
 			return
 		}
+		if ans.raw != nil {
+			ans.raw(w)
+			return
+		}
 		ans.auth = ans.auth || ep.auth
 		a.writeAnswer(w, ans)
 	}

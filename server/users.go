@@ -228,10 +228,8 @@ func postUser(c *call) (answer, error) {
 
 // putUser is PUT /user/ (updateuser); a user may change its own data.
 func putUser(c *call) (answer, error) {
-	if c.who.Role == roleAdmin {
-		if err := c.authorize("updateuser"); err != nil {
-			return answer{}, err
-		}
+	if err := c.authorize("updateuser"); err != nil {
+		return answer{}, err
 	}
 	var in *resolver.Instance
 	var uid string
@@ -338,6 +336,13 @@ func postUserAttribute(c *call) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
+	rules, err := c.attributeRights()
+	if err != nil {
+		return answer{}, err
+	}
+	if !rules.maySet(key, value) {
+		return answer{}, apierr.New(apierr.Policy, fmt.Sprintf("You are not allowed to set the custom user attribute %s!", key))
+	}
 	u, _, err := c.targetUser()
 	if err != nil {
 		return answer{}, err
@@ -372,6 +377,13 @@ func deleteUserAttribute(c *call, key, login, realmName string) (answer, error) 
 	if c.who.Role == roleUser && (login != c.who.Username || realm.Normalize(realmName) != c.who.Realm) {
 		return answer{}, errNotOwnAttribute
 	}
+	rules, err := c.attributeRights()
+	if err != nil {
+		return answer{}, err
+	}
+	if !rules.mayDelete(key) {
+		return answer{}, apierr.New(apierr.Policy, fmt.Sprintf("You are not allowed to delete the custom user attribute %s!", key))
+	}
 	u, _, err := c.a.s.Realms().Resolve(c.ctx, login, realmName)
 	if errors.Is(err, realm.ErrNoUser) || errors.Is(err, realm.ErrNotFound) {
 		return answer{value: 0}, nil
@@ -383,8 +395,12 @@ func deleteUserAttribute(c *call, key, login, realmName string) (answer, error) 
 }
 
 // getEditableAttributes is GET /user/editable_attributes/: which custom
-// attributes the caller may set and delete. With no policy restricting it
-// every key and value is allowed.
+// attributes the caller may set and delete. With no active policy in the
+// caller's scope every key and value is allowed.
 func getEditableAttributes(c *call) (answer, error) {
-	return answer{value: map[string]any{"delete": []string{"*"}, "set": map[string]any{"*": []string{"*"}}}}, nil
+	rules, err := c.attributeRights()
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{value: rules.editable()}, nil
 }

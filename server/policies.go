@@ -1,0 +1,448 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/policy"
+)
+
+// policyJSON renders a policy with the product description's types:
+// action and the realm/resolver/adminrealm/adminuser/client lists as comma
+// joined strings, user and pinode as lists, conditions as 5-element lists.
+func policyJSON(p policy.Policy) map[string]any {
+	conds := []any{}
+	for _, c := range p.Conditions {
+		conds = append(conds, []any{c.Section, c.Key, c.Comparator, c.Value, c.Active})
+	}
+	return map[string]any{
+		"id": p.ID, "name": p.Name, "scope": p.Scope, "priority": p.Priority, "description": p.Description,
+		"action": p.Action, "realm": strings.Join(p.Realm, ", "), "resolver": strings.Join(p.Resolver, ", "),
+		"adminrealm": strings.Join(p.AdminRealm, ", "), "adminuser": strings.Join(p.AdminUser, ", "),
+		"client": strings.Join(p.Client, ", "), "user": nonNil(p.User), "pinode": nonNil(p.PINode),
+		"user_agents": nonNil(p.UserAgents), "time": p.Time, "active": p.Active,
+		"check_all_resolvers": p.CheckAllResolvers, "user_case_insensitive": p.UserCaseInsensitive,
+		"conditions": conds,
+	}
+}
+
+// queryParam reads a query key case-insensitively (privacyIDEA's policy
+// list filters are).
+func (c *call) queryParam(key string) (string, error) {
+	for _, k := range c.p.keys() {
+		if strings.EqualFold(k, key) {
+			return c.p.str(k)
+		}
+	}
+	return "", nil
+}
+
+// getPolicyRoute serves GET /policy/{name}: a policy, or the static
+// children check and defs that httprouter cannot register beside it.
+func getPolicyRoute(c *call) (answer, error) {
+	name, _ := c.p.str("name")
+	switch name {
+	case "check":
+		return policyCheck(c)
+	case "defs":
+		return policyDefs(c, "")
+	}
+	return getPolicies(c)
+}
+
+// getPolicySub serves GET /policy/defs/{scope} and GET
+// /policy/export/{file}.
+func getPolicySub(c *call) (answer, error) {
+	name, _ := c.p.str("name")
+	sub, _ := c.p.str("sub")
+	switch name {
+	case "defs":
+		return policyDefs(c, sub)
+	case "export":
+		return policyExport(c, sub)
+	}
+	return answer{}, apierr.New(apierr.ResourceNotFound, "The requested URL was not found on the server.")
+}
+
+// getPolicies is GET /policy/ and GET /policy/{name}: an object keyed by
+// policy name; an unknown name gives {}.
+func getPolicies(c *call) (answer, error) {
+	var f policy.Filter
+	var err error
+	if f.Name, err = c.p.str("name"); err != nil {
+		return answer{}, err
+	}
+	if f.Scope, err = c.queryParam("scope"); err != nil {
+		return answer{}, err
+	}
+	if f.Realm, err = c.queryParam("realm"); err != nil {
+		return answer{}, err
+	}
+	if a, err := c.queryParam("active"); err != nil {
+		return answer{}, err
+	} else if a != "" {
+		v := strings.EqualFold(a, "true") || a == "1"
+		f.Active = &v
+	}
+	list, err := c.a.s.Policies().List(c.ctx, f)
+	if err != nil {
+		return answer{}, err
+	}
+	out := map[string]any{}
+	for _, p := range list {
+		out[p.Name] = policyJSON(p)
+	}
+	return answer{value: out}, nil
+}
+
+// policyDefs is GET /policy/defs[/{scope}].
+func policyDefs(c *call, scope string) (answer, error) {
+	defs := c.a.s.Policies().Defs()
+	switch scope {
+	case "":
+		out := map[string]any{}
+		for _, sc := range defs.Scopes() {
+			if j := defs.JSON(sc); len(j) > 0 {
+				out[sc] = j
+			}
+		}
+		return answer{value: out}, nil
+	case "conditions":
+		return answer{value: policy.ConditionDefs()}, nil
+	case "pinodes":
+		nodes, err := c.a.s.Nodes(c.ctx)
+		if err != nil {
+			return answer{}, err
+		}
+		names := []string{}
+		for _, n := range nodes {
+			names = append(names, n.Name)
+		}
+		return answer{value: names}, nil
+	}
+	if !defs.ValidScope(scope) {
+		return answer{value: map[string]any{}}, nil
+	}
+	return answer{value: defs.JSON(scope)}, nil
+}
+
+// policyExport is GET /policy/export/{file}: the policies as an INI-style
+// text attachment. The file name is only a download name.
+func policyExport(c *call, file string) (answer, error) {
+	list, err := c.a.s.Policies().List(c.ctx, policy.Filter{})
+	if err != nil {
+		return answer{}, err
+	}
+	body := policy.Export(list)
+	return answer{raw: func(w http.ResponseWriter) {
+		h := w.Header()
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": safeFilename(file)}))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+	}}, nil
+}
+
+// safeFilename keeps a download name free of paths and header tricks.
+func safeFilename(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r < 0x20 || r == 0x7f || r == '"' || r == '\\' || r == '/' || r == ';':
+			return -1
+		}
+		return r
+	}, s)
+	s = strings.Trim(s, ". ")
+	if len(s) > 128 {
+		s = s[:128]
+	}
+	if s == "" {
+		s = "policies.cfg"
+	}
+	return s
+}
+
+// policyCheck is GET /policy/check.
+func policyCheck(c *call) (answer, error) {
+	var vals [4]string
+	for i, k := range []string{"user", "realm", "scope", "action"} {
+		v, err := c.p.required(k)
+		if err != nil {
+			return answer{}, err
+		}
+		vals[i] = v
+	}
+	resolverName, err := c.p.str("resolver")
+	if err != nil {
+		return answer{}, err
+	}
+	client := clientIP(c.r)
+	if cs, err := c.p.str("client"); err != nil {
+		return answer{}, err
+	} else if cs != "" {
+		if client, err = parseAddr(cs); err != nil {
+			return answer{}, err
+		}
+	}
+	q := policy.Query{Scope: vals[2], Action: vals[3], User: policy.Str(vals[0]), Realm: policy.Str(vals[1]),
+		Client: client, UserAgent: c.r.UserAgent(), Data: c.conditionData}
+	if resolverName != "" {
+		q.Resolver = policy.Str(resolverName)
+	}
+	ps, err := c.a.s.Policies().Match(c.ctx, q)
+	if err != nil {
+		return answer{}, err
+	}
+	if len(ps) == 0 {
+		return answer{value: map[string]any{"allowed": false, "info": "No policies found"}}, nil
+	}
+	out := map[string]any{}
+	for _, p := range ps {
+		out[p.Name] = policyJSON(p)
+	}
+	return answer{value: map[string]any{"allowed": true, "policy": out}}, nil
+}
+
+// strOrList reads a parameter given as a CSV string or a JSON list.
+func (c *call) strOrList(key string) ([]string, bool, error) {
+	if !c.p.has(key) {
+		return nil, false, nil
+	}
+	l, err := c.p.list(key)
+	return nonNil(l), true, err
+}
+
+// actionParam reads "action": a string, a JSON list (joined with ", ") or
+// a JSON object (true → bare key, else key=value).
+func (c *call) actionParam() (string, bool, error) {
+	raw, ok := c.p.raw("action")
+	if !ok {
+		return "", false, nil
+	}
+	switch v := raw.(type) {
+	case string:
+		return v, true, nil
+	case []any:
+		parts := make([]string, 0, len(v))
+		for _, it := range v {
+			s, ok := it.(string)
+			if !ok {
+				return "", false, apierr.New(apierr.Parameter, "action list entries must be strings")
+			}
+			parts = append(parts, s)
+		}
+		return strings.Join(parts, ", "), true, nil
+	case map[string]any:
+		m := map[string]any{}
+		for k, x := range v {
+			switch y := x.(type) {
+			case bool:
+				if y {
+					m[k] = true
+				}
+			case string:
+				m[k] = y
+			case json.Number:
+				m[k] = y.String()
+			default:
+				return "", false, apierr.New(apierr.Parameter, "action values must be strings, numbers or true")
+			}
+		}
+		return policy.FormatActions(m), true, nil
+	case nil:
+		return "", true, nil
+	}
+	return "", false, apierr.New(apierr.Parameter, "action must be a string, a list or an object")
+}
+
+// conditionsParam reads "conditions": a JSON list of 5- or 6-element lists.
+func (c *call) conditionsParam(name string) ([]policy.Condition, bool, error) {
+	raw, ok := c.p.raw("conditions")
+	if !ok {
+		return nil, false, nil
+	}
+	if s, isStr := raw.(string); isStr {
+		var v any
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			return nil, false, apierr.New(apierr.Parameter, "conditions must be a JSON list")
+		}
+		raw = v
+	}
+	list, isList := raw.([]any)
+	if !isList {
+		return nil, false, apierr.New(apierr.Parameter, "conditions must be a list")
+	}
+	out := []policy.Condition{}
+	for _, it := range list {
+		c5, ok := it.([]any)
+		if !ok || (len(c5) != 5 && len(c5) != 6) {
+			n := 0
+			if ok {
+				n = len(c5)
+			}
+			return nil, false, apierr.New(apierr.Parameter, fmt.Sprintf("Condition of policy '%s' has %d values, but should have 5 or 6.", name, n))
+		}
+		var strs [4]string
+		for i := range 4 {
+			s, ok := c5[i].(string)
+			if !ok {
+				s = fmt.Sprint(c5[i])
+			}
+			strs[i] = s
+		}
+		active, ok := c5[4].(bool)
+		if !ok {
+			return nil, false, apierr.New(apierr.Parameter, fmt.Sprintf("Invalid condition of policy '%s': Active must be a boolean.", name))
+		}
+		cond := policy.Condition{Section: strs[0], Key: strs[1], Comparator: strs[2], Value: strs[3], Active: active}
+		if len(c5) == 6 {
+			m, ok := c5[5].(string)
+			if !ok {
+				return nil, false, apierr.New(apierr.Parameter, fmt.Sprintf("Invalid condition of policy '%s': Unknown handle missing data value '%v'!", name, c5[5]))
+			}
+			cond.MissingData = m
+		}
+		out = append(out, cond)
+	}
+	return out, true, nil
+}
+
+// postPolicyRoute serves POST /policy/{name}.
+func postPolicyRoute(c *call) (answer, error) {
+	name, err := c.p.required("name")
+	if err != nil {
+		return answer{}, err
+	}
+	old, exists, err := c.a.s.Policies().Get(c.ctx, name)
+	if err != nil {
+		return answer{}, err
+	}
+	p := policy.Policy{Name: name, Priority: 1}
+	if exists {
+		p = old
+	}
+	if p.Scope, err = c.p.str("scope"); err != nil {
+		return answer{}, err
+	}
+	if p.Scope == "" {
+		return answer{}, apierr.MissingParameter("scope")
+	}
+	action, gotAction, err := c.actionParam()
+	if err != nil {
+		return answer{}, err
+	}
+	if gotAction {
+		p.Action = action
+	} else if !exists && p.Scope != policy.ScopeUser {
+		return answer{}, apierr.MissingParameter("action")
+	}
+	for key, dst := range map[string]*[]string{
+		"realm": &p.Realm, "resolver": &p.Resolver, "user": &p.User, "adminrealm": &p.AdminRealm,
+		"adminuser": &p.AdminUser, "client": &p.Client, "pinode": &p.PINode, "user_agents": &p.UserAgents,
+	} {
+		v, ok, err := c.strOrList(key)
+		if err != nil {
+			return answer{}, err
+		}
+		if ok {
+			*dst = v
+		}
+	}
+	if c.p.has("time") {
+		if p.Time, err = c.p.str("time"); err != nil {
+			return answer{}, err
+		}
+	}
+	if c.p.has("priority") {
+		if p.Priority, err = c.p.integer("priority", 1); err != nil {
+			return answer{}, err
+		}
+	}
+	// Absent booleans and the description are reset, as privacyIDEA does.
+	p.Active = true
+	if c.p.has("active") {
+		if p.Active, err = c.p.boolean("active"); err != nil {
+			return answer{}, err
+		}
+	}
+	if p.CheckAllResolvers, err = c.p.boolean("check_all_resolvers"); err != nil {
+		return answer{}, err
+	}
+	if p.UserCaseInsensitive, err = c.p.boolean("user_case_insensitive"); err != nil {
+		return answer{}, err
+	}
+	if p.Description, err = c.p.str("description"); err != nil {
+		return answer{}, err
+	}
+	if conds, ok, err := c.conditionsParam(name); err != nil {
+		return answer{}, err
+	} else if ok {
+		p.Conditions = conds
+	}
+	id, err := c.a.s.Policies().Set(c.ctx, p)
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{value: map[string]any{"setPolicy " + name: id}}, nil
+}
+
+// postPolicySub serves POST /policy/enable/{name}, /policy/disable/{name}
+// and /policy/import/{file}.
+func postPolicySub(c *call) (answer, error) {
+	verb, _ := c.p.str("name")
+	arg, _ := c.p.str("sub")
+	switch verb {
+	case "enable":
+		id, err := c.a.s.Policies().Enable(c.ctx, arg)
+		return answer{value: id}, err
+	case "disable":
+		id, err := c.a.s.Policies().Disable(c.ctx, arg)
+		return answer{value: id}, err
+	case "import":
+		data, _, ok := c.p.file("file")
+		if !ok {
+			s, err := c.p.str("file")
+			if err != nil {
+				return answer{}, err
+			}
+			data = []byte(s)
+		}
+		ps, err := policy.Import(data)
+		if err != nil {
+			return answer{}, err
+		}
+		n, err := c.a.s.Policies().Import(c.ctx, ps)
+		return answer{value: n}, err
+	}
+	return answer{}, apierr.New(apierr.ResourceNotFound, "The requested URL was not found on the server.")
+}
+
+// patchPolicy is PATCH /policy/{oldname}: renames a policy to the body's
+// "name".
+func patchPolicy(c *call) (answer, error) {
+	old, err := c.p.required("oldname")
+	if err != nil {
+		return answer{}, err
+	}
+	newName, err := c.p.required("name")
+	if err != nil {
+		return answer{}, err
+	}
+	id, err := c.a.s.Policies().Rename(c.ctx, old, newName)
+	return answer{value: id}, err
+}
+
+// deletePolicy is DELETE /policy/{name}.
+func deletePolicy(c *call) (answer, error) {
+	name, err := c.p.required("name")
+	if err != nil {
+		return answer{}, err
+	}
+	id, err := c.a.s.Policies().Delete(c.ctx, name)
+	return answer{value: id}, err
+}

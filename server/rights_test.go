@@ -1,0 +1,87 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/authsrv/authsrv"
+	"github.com/authsrv/authsrv/server"
+)
+
+// innerChecks are the routes shared by several roles, which check rights
+// inside: the request that reaches the check and the refusal expected
+// once admin policies exist that grant nothing to the caller. "" marks a
+// route that privacyIDEA leaves unchecked for logged-in callers.
+var innerChecks = map[string]struct {
+	target, body, want string
+}{
+	"GET /user/":                        {"/user/", "", "Admin actions are defined, but the action userlist is not allowed!"},
+	"PUT /user/":                        {"/user/", "user=alice&resolver=mem1", "Admin actions are defined, but the action updateuser is not allowed!"},
+	"DELETE /user/:first/*rest":         {"/user/mem1/alice", "", "Admin actions are defined, but the action deleteuser is not allowed!"},
+	"POST /user/attribute":              {"/user/attribute", "user=alice&key=k&value=v", "You are not allowed to set the custom user attribute k!"},
+	"GET /user/attribute":               {"/user/attribute?user=alice", "", ""},
+	"GET /user/editable_attributes/":    {"/user/editable_attributes/", "", ""},
+	"DELETE /user/attribute (dispatch)": {"/user/attribute/k/alice/realm1", "", "You are not allowed to delete the custom user attribute k!"},
+}
+
+// TestEveryRouteIsChecked walks every registered route: each is public by
+// design, guarded by the admin role alone as in privacyIDEA, or calls the
+// rights check, which an unrelated active admin policy makes refuse.
+func TestEveryRouteIsChecked(t *testing.T) {
+	e := newEnvWith(t, []authsrv.Option{authsrv.WithResolverTypes(memTypes())})
+	tok := e.login(t)
+	wantOK(t, e.admin(t, tok, "POST", "/resolver/mem1", "type=memresolver&Editable=True"))
+	wantOK(t, e.admin(t, tok, "POST", "/realm/realm1", "resolvers=mem1"))
+	// From now on only "someone-else" has rights.
+	wantOK(t, e.admin(t, tok, "POST", "/policy/only-someone", `{"scope":"admin","action":"policyread","adminuser":"someone-else"}`))
+
+	seen := map[string]bool{}
+	for _, r := range routesOf(e) {
+		key := r.Method + " " + r.Path
+		seen[key] = true
+		switch {
+		case r.Access == "public":
+			if !publicByDesign[key] {
+				t.Errorf("%s is public but not listed as public by design", key)
+			}
+		case r.Access == "admin" && r.Action != "":
+			path := strings.NewReplacer(":realm", "realm1", ":nodeid", e.s.NodeID(), ":resolvername", "mem1",
+				":name", "p1", ":sub", "x", ":oldname", "p1").Replace(r.Path)
+			rep := e.admin(t, tok, r.Method, path, "")
+			want := "ERR303: Admin actions are defined, but the action " + r.Action + " is not allowed!"
+			if rep.status != 403 || at(rep.json, "result.error.message") != want {
+				t.Errorf("%s %s = %d %s; want 403 %q", r.Method, path, rep.status, rep.body, want)
+			}
+		case r.Access == "admin":
+			if !adminByRole[key] {
+				t.Errorf("%s is admin-only without an action and not listed as guarded by the role alone", key)
+			}
+			path := strings.NewReplacer(":resolvername", "memresolver").Replace(r.Path)
+			if rep := e.admin(t, tok, r.Method, path, ""); rep.status == 403 {
+				t.Errorf("%s answered 403", key)
+			}
+		default:
+			if _, ok := innerChecks[key]; !ok {
+				t.Errorf("%s (%s) checks rights inside but has no entry in innerChecks", key, r.Access)
+			}
+		}
+	}
+	for key, c := range innerChecks {
+		method := strings.Fields(key)[0]
+		rep := e.admin(t, tok, method, c.target, c.body)
+		if c.want == "" {
+			if rep.status == 403 {
+				t.Errorf("%s answered 403", key)
+			}
+			continue
+		}
+		if rep.status != 403 || at(rep.json, "result.error.message") != "ERR303: "+c.want {
+			t.Errorf("%s %s = %d %s; want 403 %q", method, c.target, rep.status, rep.body, c.want)
+		}
+	}
+	if len(seen) < 20 {
+		t.Errorf("only %d routes walked", len(seen))
+	}
+}
+
+func routesOf(e *env) []server.Route { return server.RoutesOf(e.s) }
