@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/store"
@@ -23,6 +22,71 @@ type compiled struct {
 	times      TimeRanges
 	validTime  bool
 	validAgent []string
+
+	action, realm, user, adminRealm, adminUser, resolver listMatcher
+	conditions                                           bool
+}
+
+// listMatcher is a policy list prepared for the generic list rule: an
+// empty list matches; otherwise a value equal to an item, "*", or fully
+// matched by an item used as a regexp is found, and a "!" or "-" item
+// equal to it excludes it. Literal items are looked up in a set; only items
+// that are real patterns run as regexps.
+type listMatcher struct {
+	empty    bool
+	fold     bool
+	star     bool
+	literal  map[string]bool
+	patterns []*regexp.Regexp
+	exclude  map[string]bool
+}
+
+func newListMatcher(items []string, fold, withExclusions bool) listMatcher {
+	m := listMatcher{empty: len(items) == 0, fold: fold, literal: map[string]bool{}, exclude: map[string]bool{}}
+	for _, it := range items {
+		if fold {
+			it = strings.ToLower(it)
+		}
+		if len(it) > 1 && (it[0] == '!' || it[0] == '-') {
+			if withExclusions {
+				m.exclude[it[1:]] = true
+			}
+			continue
+		}
+		switch {
+		case it == "*":
+			m.star = true
+		case regexp.QuoteMeta(it) == it || len(it) > 256:
+			m.literal[it] = true
+		default:
+			m.literal[it] = true
+			if re, err := regexp.Compile("^(?:" + it + ")$"); err == nil {
+				m.patterns = append(m.patterns, re)
+			}
+		}
+	}
+	return m
+}
+
+func (m *listMatcher) match(v string) bool {
+	if m.empty {
+		return true
+	}
+	if m.fold {
+		v = strings.ToLower(v)
+	}
+	if m.exclude[v] {
+		return false
+	}
+	if m.star || m.literal[v] {
+		return true
+	}
+	for _, re := range m.patterns {
+		if re.MatchString(v) {
+			return true
+		}
+	}
+	return false
 }
 
 type compiledSet struct {
@@ -48,6 +112,17 @@ func compile(rev uint64, ps []Policy) *compiledSet {
 		for _, a := range p.UserAgents {
 			c.validAgent = append(c.validAgent, strings.ToLower(a))
 		}
+		keys := make([]string, 0, len(c.actions))
+		for k := range c.actions {
+			keys = append(keys, k)
+		}
+		c.action = newListMatcher(keys, false, true)
+		c.realm = newListMatcher(p.Realm, false, true)
+		c.user = newListMatcher(p.User, p.UserCaseInsensitive, true)
+		c.adminRealm = newListMatcher(p.AdminRealm, false, true)
+		c.adminUser = newListMatcher(p.AdminUser, p.UserCaseInsensitive, true)
+		c.resolver = newListMatcher(p.Resolver, false, false)
+		c.conditions = hasActive(p.Conditions)
 		set.all = append(set.all, c)
 		if p.Active {
 			set.active[p.Scope]++
@@ -126,87 +201,22 @@ type Query struct {
 	SkipConditions bool
 }
 
-var (
-	reCache sync.Map // item -> *regexp.Regexp (nil when not a valid pattern)
-	agentRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+`)
-)
-
-// fullMatch tries item as a full-match regular expression.
-func fullMatch(item, value string) bool {
-	if len(item) > 256 {
-		return false
-	}
-	v, ok := reCache.Load(item)
-	if !ok {
-		re, err := regexp.Compile("^(?:" + item + ")$")
-		if err != nil {
-			re = nil
-		}
-		v, _ = reCache.LoadOrStore(item, re)
-	}
-	re, _ := v.(*regexp.Regexp)
-	return re != nil && re.MatchString(value)
-}
-
-// listMatch is privacyIDEA's generic list rule: an empty list matches;
-// otherwise an item equal to the value, "*", or a regexp fully matching it
-// finds it, and a "!" or "-" item equal to it excludes it.
-func listMatch(items []string, value string, fold bool) bool {
-	if len(items) == 0 {
-		return true
-	}
-	if fold {
-		value = strings.ToLower(value)
-	}
-	found, excluded := false, false
-	for _, it := range items {
-		if fold {
-			it = strings.ToLower(it)
-		}
-		if len(it) > 1 && (it[0] == '!' || it[0] == '-') {
-			if it[1:] == value {
-				excluded = true
-			}
-			continue
-		}
-		if it == value || it == "*" || fullMatch(it, value) {
-			found = true
-		}
-	}
-	return found && !excluded
-}
-
-// actionMatch applies the list rule to the policy's action keys; an empty
-// action set matches every action.
-func actionMatch(actions map[string]any, action string) bool {
-	if len(actions) == 0 {
-		return true
-	}
-	keys := make([]string, 0, len(actions))
-	for k := range actions {
-		keys = append(keys, k)
-	}
-	return listMatch(keys, action, false)
-}
-
-// resolverMatch is step 3: exclusions are ignored for resolvers.
-func resolverMatch(items []string, value string) bool {
-	if len(items) == 0 {
-		return true
-	}
-	for _, it := range items {
-		if len(it) > 1 && (it[0] == '!' || it[0] == '-') {
-			continue
-		}
-		if it == value || it == "*" || fullMatch(it, value) {
-			return true
-		}
-	}
-	return false
-}
+var agentRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+`)
 
 // Match returns the active policies matching q, by priority.
 func (s *Service) Match(ctx context.Context, q Query) ([]Policy, error) {
+	cs, err := s.matchCompiled(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Policy, len(cs))
+	for i, c := range cs {
+		out[i] = c.p
+	}
+	return out, nil
+}
+
+func (s *Service) matchCompiled(ctx context.Context, q Query) ([]*compiled, error) {
 	set, err := s.load(ctx)
 	if err != nil {
 		return nil, err
@@ -214,37 +224,37 @@ func (s *Service) Match(ctx context.Context, q Query) ([]Policy, error) {
 	agent := strings.ToLower(agentRe.FindString(q.UserAgent))
 	now := s.cfg.Now()
 	var data *ConditionData
-	var out []Policy
+	var out []*compiled
 	for _, c := range set.all {
 		p := &c.p
 		if !p.Active || p.Scope != q.Scope {
 			continue
 		}
-		if q.Action != "" && !actionMatch(c.actions, q.Action) {
+		if q.Action != "" && !c.action.match(q.Action) {
 			continue
 		}
-		if q.Realm != nil && !listMatch(p.Realm, *q.Realm, false) {
+		if q.Realm != nil && !c.realm.match(*q.Realm) {
 			continue
 		}
-		if q.Scope == ScopeAdmin && q.AdminRealm != nil && !listMatch(p.AdminRealm, *q.AdminRealm, false) {
+		if q.Scope == ScopeAdmin && q.AdminRealm != nil && !c.adminRealm.match(*q.AdminRealm) {
 			continue
 		}
-		if q.User != nil && !listMatch(p.User, *q.User, p.UserCaseInsensitive) {
+		if q.User != nil && !c.user.match(*q.User) {
 			continue
 		}
-		if q.Scope == ScopeAdmin && q.AdminUser != nil && !listMatch(p.AdminUser, *q.AdminUser, p.UserCaseInsensitive) {
+		if q.Scope == ScopeAdmin && q.AdminUser != nil && !c.adminUser.match(*q.AdminUser) {
 			continue
 		}
 		if q.Resolver != nil {
 			if p.CheckAllResolvers && q.User != nil && q.Realm != nil && s.cfg.UserResolvers != nil {
 				ok := false
 				for _, r := range s.cfg.UserResolvers(ctx, *q.User, *q.Realm) {
-					ok = ok || resolverMatch(p.Resolver, r)
+					ok = ok || c.resolver.match(r)
 				}
 				if !ok {
 					continue
 				}
-			} else if !resolverMatch(p.Resolver, *q.Resolver) {
+			} else if !c.resolver.match(*q.Resolver) {
 				continue
 			}
 		}
@@ -260,7 +270,7 @@ func (s *Service) Match(ctx context.Context, q Query) ([]Policy, error) {
 		if !c.validTime || !c.times.Contains(now) {
 			continue
 		}
-		if !q.SkipConditions && hasActive(p.Conditions) {
+		if !q.SkipConditions && c.conditions {
 			if data == nil {
 				d := ConditionData{}
 				if q.Data != nil {
@@ -276,7 +286,7 @@ func (s *Service) Match(ctx context.Context, q Query) ([]Policy, error) {
 				continue
 			}
 		}
-		out = append(out, *p)
+		out = append(out, c)
 	}
 	return out, nil
 }
@@ -328,14 +338,15 @@ func names(ps []Policy) []string {
 // whitespace. In unique mode only the policies of the lowest priority
 // number count, and two different values there are an error.
 func (s *Service) Values(ctx context.Context, q Query, unique, text bool) (map[string][]string, error) {
-	ps, err := s.Match(ctx, q)
+	cs, err := s.matchCompiled(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string][]string{}
 	best := 0
-	for _, p := range ps {
-		v, ok := ParseActions(p.Action)[q.Action].(string)
+	for _, c := range cs {
+		p := &c.p
+		v, ok := c.actions[q.Action].(string)
 		if !ok {
 			continue
 		}

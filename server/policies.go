@@ -244,6 +244,8 @@ func (c *call) actionParam() (string, bool, error) {
 			case bool:
 				if y {
 					m[k] = true
+				} else {
+					m[k] = "False"
 				}
 			case string:
 				m[k] = y
