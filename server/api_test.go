@@ -74,7 +74,7 @@ func newEnv(t *testing.T, routes ...server.TestRoute) *env {
 	return newEnvWith(t, nil, routes...)
 }
 
-func newEnvWith(t *testing.T, opts []authsrv.Option, routes ...server.TestRoute) *env {
+func newEnvWith(t testing.TB, opts []authsrv.Option, routes ...server.TestRoute) *env {
 	t.Helper()
 	clk := &clock{t: testStart}
 	logs := &syncBuffer{}
