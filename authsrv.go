@@ -10,7 +10,10 @@ package authsrv
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -23,6 +26,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/authsrv/authsrv/admin"
+	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/internal/secret"
 	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/realm"
@@ -40,9 +44,10 @@ const Product = "authsrv"
 
 // Files in a data directory.
 const (
-	DBFile     = "authsrv.db"
-	EncKeyFile = "enckey"
-	JWTKeyFile = "jwtkey"
+	DBFile       = "authsrv.db"
+	EncKeyFile   = "enckey"
+	JWTKeyFile   = "jwtkey"
+	AuditKeyFile = "auditkey"
 )
 
 // serverBucket holds the root package's own records (the enckey canary).
@@ -67,6 +72,7 @@ type Server struct {
 	realms    *realm.Service
 	attrs     *user.Attributes
 	policies  *policy.Service
+	audit     *audit.Log
 
 	started   atomic.Bool
 	closeOnce sync.Once
@@ -132,6 +138,13 @@ func (s *Server) open() error {
 			}
 			c.jwtKey = key
 		}
+		if c.auditKey == nil {
+			key, err := audit.LoadOrCreateKey(filepath.Join(c.dataDir, AuditKeyFile), c.rand)
+			if err != nil {
+				return err
+			}
+			c.auditKey = key
+		}
 		if c.st == nil {
 			db, err := bolt.Open(dbPath, bolt.Options{Timeout: c.openTimeout})
 			if err != nil {
@@ -160,6 +173,16 @@ func (s *Server) open() error {
 	s.hasher = hasher
 	s.jwtKey = c.jwtKey
 	s.admins = admin.New(s.st, hasher, c.now)
+	if c.auditKey == nil {
+		// No data directory: the signing key follows from the enckey.
+		seed := hkdfSeed(c.encKey, "authsrv audit signing key")
+		c.auditKey = ed25519.NewKeyFromSeed(seed)
+	}
+	lg, err := audit.New(audit.Config{Store: s.st, Key: c.auditKey, Now: c.now, MaxAge: c.auditMaxAge, MaxEntries: c.auditMaxEntries})
+	if err != nil {
+		return err
+	}
+	s.audit = lg
 	s.nodeID = NodeID(c.nodeName)
 	if err := registerNode(context.Background(), s.st, s.nodeID, c.nodeName, c.now()); err != nil {
 		return err
@@ -262,13 +285,36 @@ func checkCanary(ctx context.Context, st store.Store, sealer *secret.Sealer) err
 }
 
 // Run does the server's background work until ctx ends or Close is
-// called. It returns nil then.
+// called: audit retention every RetentionInterval. It returns nil then.
 func (s *Server) Run(ctx context.Context) error {
-	select {
-	case <-ctx.Done():
-	case <-s.done:
+	tick := time.NewTicker(s.cfg.retentionEvery)
+	defer tick.Stop()
+	for {
+		if n, err := s.audit.Retain(ctx); err != nil {
+			s.cfg.log.Error().Err(err).Str("component", "audit").Msg("audit retention failed")
+		} else if n > 0 {
+			s.cfg.log.Info().Int("removed", n).Str("component", "audit").Msg("audit retention")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.done:
+			return nil
+		case <-tick.C:
+		}
 	}
-	return nil
+}
+
+// Audit is the audit log.
+func (s *Server) Audit() *audit.Log { return s.audit }
+
+// hkdfSeed derives a 32-byte seed from key for purpose.
+func hkdfSeed(key []byte, purpose string) []byte {
+	seed, err := hkdf.Key(sha256.New, key, nil, purpose, ed25519.SeedSize)
+	if err != nil {
+		panic("authsrv: hkdf: " + err.Error())
+	}
+	return seed
 }
 
 // Close releases the server. It is idempotent.

@@ -63,7 +63,7 @@ func (s *Server) Backup(ctx context.Context, w io.Writer) (Manifest, error) {
 	}
 	m := Manifest{
 		Format: 1, Version: Version, Node: s.cfg.nodeName, Created: s.cfg.now().UTC(),
-		DBBytes: n, Contents: []string{DBFile, EncKeyFile, JWTKeyFile},
+		DBBytes: n, Contents: []string{DBFile, EncKeyFile, JWTKeyFile, AuditKeyFile},
 	}
 	mj, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -81,7 +81,7 @@ func (s *Server) Backup(ctx context.Context, w io.Writer) (Manifest, error) {
 	for _, part := range []struct {
 		name string
 		data []byte
-	}{{manifestMember, mj}, {EncKeyFile, s.cfg.encKey}, {JWTKeyFile, s.jwtKey}} {
+	}{{manifestMember, mj}, {EncKeyFile, s.cfg.encKey}, {JWTKeyFile, s.jwtKey}, {AuditKeyFile, s.cfg.auditKey.Seed()}} {
 		if err := add(part.name, int64(len(part.data)), bytes.NewReader(part.data)); err != nil {
 			return Manifest{}, fmt.Errorf("backup: %w", err)
 		}
@@ -147,7 +147,7 @@ func Restore(r io.Reader, dir string, opt RestoreOptions) (Manifest, error) {
 		switch hdr.Name {
 		case manifestMember:
 			limit = maxManifest
-		case EncKeyFile, JWTKeyFile:
+		case EncKeyFile, JWTKeyFile, AuditKeyFile:
 			limit = maxKeyMember
 		case DBFile:
 			limit = hdr.Size
@@ -168,7 +168,7 @@ func Restore(r io.Reader, dir string, opt RestoreOptions) (Manifest, error) {
 			return m, fmt.Errorf("restore: %w", err)
 		}
 	}
-	for _, need := range []string{manifestMember, DBFile, EncKeyFile, JWTKeyFile} {
+	for _, need := range []string{manifestMember, DBFile, EncKeyFile, JWTKeyFile, AuditKeyFile} {
 		if _, ok := staged[need]; !ok {
 			return m, fmt.Errorf("restore: the backup has no %s", need)
 		}
@@ -187,12 +187,12 @@ func Restore(r io.Reader, dir string, opt RestoreOptions) (Manifest, error) {
 	if err := verifyStaged(staged[DBFile], key); err != nil {
 		return m, fmt.Errorf("restore: %w", err)
 	}
-	for _, name := range []string{EncKeyFile, JWTKeyFile} {
+	for _, name := range []string{EncKeyFile, JWTKeyFile, AuditKeyFile} {
 		if err := os.Chmod(staged[name], 0o400); err != nil {
 			return m, err
 		}
 	}
-	for _, name := range []string{EncKeyFile, JWTKeyFile, DBFile} {
+	for _, name := range []string{EncKeyFile, JWTKeyFile, AuditKeyFile, DBFile} {
 		final := filepath.Join(dir, name)
 		_ = os.Chmod(final, 0o600) // a 0400 key in the way is replaced by rename anyway
 		if err := os.Rename(staged[name], final); err != nil {

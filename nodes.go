@@ -9,6 +9,9 @@ import (
 
 	"github.com/authsrv/authsrv/resolver"
 	"github.com/authsrv/authsrv/resolver/ldap"
+	"github.com/authsrv/authsrv/resolver/passwd"
+	"github.com/authsrv/authsrv/resolver/scim"
+	"github.com/authsrv/authsrv/resolver/sql"
 	"github.com/authsrv/authsrv/store"
 )
 
@@ -64,7 +67,7 @@ func (s *Server) Nodes(ctx context.Context) ([]Node, error) {
 // DefaultResolverTypes returns the user-store types authsrv ships.
 func DefaultResolverTypes() resolver.Registry {
 	types := resolver.Registry{}
-	for _, t := range []resolver.Type{ldap.Type()} {
+	for _, t := range []resolver.Type{passwd.Type(), ldap.Type(), sql.Type(), scim.Type()} {
 		types[t.Name] = t
 	}
 	return types

@@ -1,6 +1,7 @@
 package authsrv
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +46,10 @@ type config struct {
 	jwtLifetime     time.Duration
 	resolverTypes   resolver.Registry
 	actionDefs      *policy.Defs
+	auditKey        ed25519.PrivateKey
+	auditMaxAge     time.Duration
+	auditMaxEntries uint64
+	retentionEvery  time.Duration
 }
 
 func defaults() config {
@@ -53,14 +58,40 @@ func defaults() config {
 		host = "localhost"
 	}
 	return config{
-		log:         zerolog.Nop(),
-		now:         time.Now,
-		nodeName:    host,
-		kdf:         secret.DefaultParams,
-		kdfBudget:   DefaultKDFBudget,
-		kdfMaxWait:  DefaultKDFMaxWait,
-		openTimeout: DefaultOpenTimeout,
-		jwtLifetime: DefaultJWTLifetime,
+		log:            zerolog.Nop(),
+		now:            time.Now,
+		nodeName:       host,
+		kdf:            secret.DefaultParams,
+		kdfBudget:      DefaultKDFBudget,
+		kdfMaxWait:     DefaultKDFMaxWait,
+		openTimeout:    DefaultOpenTimeout,
+		jwtLifetime:    DefaultJWTLifetime,
+		retentionEvery: time.Hour,
+	}
+}
+
+// WithAuditKey sets the Ed25519 key that signs the audit log, instead of
+// the data directory's auditkey file (without a data directory the key is
+// derived from the enckey).
+func WithAuditKey(key ed25519.PrivateKey) Option {
+	return func(c *config) error {
+		if len(key) != ed25519.PrivateKeySize {
+			return errors.New("audit key: not an Ed25519 private key")
+		}
+		c.auditKey = key
+		return nil
+	}
+}
+
+// WithAuditRetention removes audit entries older than maxAge or beyond the
+// newest maxEntries (0 for no limit), checked every interval by Run.
+func WithAuditRetention(maxAge time.Duration, maxEntries uint64, interval time.Duration) Option {
+	return func(c *config) error {
+		if maxAge < 0 || interval <= 0 {
+			return fmt.Errorf("audit retention: age %s, interval %s", maxAge, interval)
+		}
+		c.auditMaxAge, c.auditMaxEntries, c.retentionEvery = maxAge, maxEntries, interval
+		return nil
 	}
 }
 

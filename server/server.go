@@ -23,6 +23,7 @@ import (
 
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/audit"
 )
 
 // Option tunes the handler.
@@ -182,12 +183,18 @@ type endpoint struct {
 
 // call is one request as handlers see it.
 type call struct {
-	ctx context.Context
-	r   *http.Request
-	w   http.ResponseWriter
-	p   *params
-	who *identity
-	a   *api
+	ctx     context.Context
+	r       *http.Request
+	w       http.ResponseWriter
+	p       *params
+	who     *identity
+	a       *api
+	started time.Time
+	// entry collects what handlers know for the audit (serial, user,
+	// info, ...); the middleware fills the rest.
+	entry audit.Entry
+	// policies are the names of the policies that decided.
+	policies []string
 }
 
 // handle registers ep for method and path, and for the path with the
@@ -207,47 +214,56 @@ func (a *api) handle(method, path string, ep endpoint) {
 
 func (a *api) wrap(ep endpoint) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		limit := a.limitAdmin
-		if ep.authLimit {
-			limit = a.limitAuth
+		c := &call{ctx: r.Context(), r: r, w: w, a: a, started: a.s.Now()}
+		ans, err := a.serve(c, ep, ps)
+		if err == nil && ans.raw == nil {
+			ans.auth = ans.auth || ep.auth
 		}
-		c := &call{ctx: r.Context(), r: r, w: w, a: a}
-		if ep.access != public {
-			who, err := a.authenticate(r)
-			if err != nil {
-				a.writeError(w, r, err)
-				return
-			}
-			if ep.access == adminRole && who.Role != roleAdmin {
-				a.writeError(w, r, errWrongRole)
-				return
-			}
-			c.who = who
-			l := zerolog.Ctx(r.Context()).With().Str("admin", who.Username).Str("role", who.Role).Logger()
-			c.ctx = l.WithContext(c.ctx)
-		}
-		p, err := decodeParams(r, ps, limit)
-		if err != nil {
-			a.writeError(w, r, err)
+		// The audit entry is committed before the client sees an answer:
+		// an answer a client got is always in the audit.
+		if aerr := a.audit(c, ans, err); aerr != nil {
+			zerolog.Ctx(r.Context()).Error().Err(aerr).Msg("audit write failed")
+			a.writeError(w, r, apierr.New(apierr.Server, "Internal server error."))
 			return
 		}
-		c.p = p
-		if ep.action != "" {
-			if err := c.authorize(ep.action); err != nil {
-				a.writeError(w, r, err)
-				return
-			}
-		}
-		ans, err := ep.fn(c)
-		if err != nil {
+		switch {
+		case err != nil:
 			a.writeError(w, r, err)
-			return
-		}
-		if ans.raw != nil {
+		case ans.raw != nil:
 			ans.raw(w)
-			return
+		default:
+			a.writeAnswer(w, ans)
 		}
-		ans.auth = ans.auth || ep.auth
-		a.writeAnswer(w, ans)
 	}
+}
+
+// serve authenticates, decodes, checks the endpoint's right and runs it.
+func (a *api) serve(c *call, ep endpoint, ps httprouter.Params) (answer, error) {
+	limit := a.limitAdmin
+	if ep.authLimit {
+		limit = a.limitAuth
+	}
+	if ep.access != public {
+		who, err := a.authenticate(c.r)
+		if err != nil {
+			return answer{}, err
+		}
+		c.who = who
+		if ep.access == adminRole && who.Role != roleAdmin {
+			return answer{}, errWrongRole
+		}
+		l := zerolog.Ctx(c.ctx).With().Str("admin", who.Username).Str("role", who.Role).Logger()
+		c.ctx = l.WithContext(c.ctx)
+	}
+	p, err := decodeParams(c.r, ps, limit)
+	if err != nil {
+		return answer{}, err
+	}
+	c.p = p
+	if ep.action != "" {
+		if err := c.authorize(ep.action); err != nil {
+			return answer{}, err
+		}
+	}
+	return ep.fn(c)
 }

@@ -1,0 +1,336 @@
+// Package audit owns the audit log: one entry per API request with
+// privacyIDEA's columns, chained by hashes and signed with Ed25519 so that
+// edited, deleted and truncated entries are detected; signed checkpoints;
+// queries for the /audit/ API; retention.
+//
+// Package audit sits on floor 2: it imports store, apierr and
+// internal/secret, and never sees HTTP.
+package audit
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/authsrv/authsrv/store"
+)
+
+// Buckets of the package.
+const (
+	entryBucket      = "audit"             // number -> entry
+	checkpointBucket = "audit_checkpoints" // number -> checkpoint
+	metaBucket       = "audit_meta"        // head, base
+)
+
+var (
+	headKey = []byte("head")
+	baseKey = []byte("base")
+)
+
+const schema = 1
+
+// DefaultCheckpointEvery is how many entries lie between two signed
+// checkpoints.
+const DefaultCheckpointEvery = 1000
+
+// Entry is one audit entry. The columns are privacyIDEA's.
+type Entry struct {
+	Number           uint64    `json:"number"`
+	Date             time.Time `json:"date"`
+	StartDate        time.Time `json:"startdate"`
+	Duration         float64   `json:"duration"` // seconds
+	Action           string    `json:"action"`
+	Success          bool      `json:"success"`
+	Authentication   string    `json:"authentication,omitempty"`
+	Serial           string    `json:"serial,omitempty"`
+	TokenType        string    `json:"token_type,omitempty"`
+	User             string    `json:"user,omitempty"`
+	Realm            string    `json:"realm,omitempty"`
+	Resolver         string    `json:"resolver,omitempty"`
+	Administrator    string    `json:"administrator,omitempty"`
+	ActionDetail     string    `json:"action_detail,omitempty"`
+	Info             string    `json:"info,omitempty"`
+	Node             string    `json:"privacyidea_server,omitempty"`
+	Client           string    `json:"client,omitempty"`
+	UserAgent        string    `json:"user_agent,omitempty"`
+	UserAgentVersion string    `json:"user_agent_version,omitempty"`
+	Policies         string    `json:"policies,omitempty"`
+	ThreadID         string    `json:"thread_id,omitempty"`
+}
+
+// record is an entry as stored: the entry, the hash of the entry before
+// it, its own hash and the signature of that hash.
+type record struct {
+	Schema int    `json:"schema"`
+	Entry  Entry  `json:"entry"`
+	Prev   []byte `json:"prev"`
+	Hash   []byte `json:"hash"`
+	Sig    []byte `json:"sig"`
+}
+
+// checkpoint is a signed statement: entry Number had hash Hash. The head
+// checkpoint names the last entry; numbered checkpoints stay; the base
+// checkpoint says where the log starts after retention removed older
+// entries (Number is the first kept entry, Hash the hash before it).
+type checkpoint struct {
+	Number uint64    `json:"number"`
+	Hash   []byte    `json:"hash"`
+	Time   time.Time `json:"time"`
+	Kind   string    `json:"kind"`
+	Sig    []byte    `json:"sig"`
+}
+
+func (c checkpoint) message() []byte {
+	b := []byte("authsrv-audit-checkpoint\x00" + c.Kind + "\x00")
+	b = binary.BigEndian.AppendUint64(b, c.Number)
+	b = binary.BigEndian.AppendUint64(b, uint64(c.Time.UnixNano()))
+	return append(b, c.Hash...)
+}
+
+// hashEntry is the chain hash of e after prev: SHA-256 over a canonical,
+// length-prefixed encoding of every column.
+func hashEntry(prev []byte, e Entry) []byte {
+	h := sha256.New()
+	h.Write([]byte("authsrv-audit-entry\x00"))
+	h.Write(prev)
+	field := func(s string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	field(strconv.FormatUint(e.Number, 10))
+	field(e.Date.UTC().Format(time.RFC3339Nano))
+	field(e.StartDate.UTC().Format(time.RFC3339Nano))
+	field(strconv.FormatFloat(e.Duration, 'g', -1, 64))
+	field(e.Action)
+	field(strconv.FormatBool(e.Success))
+	for _, s := range []string{e.Authentication, e.Serial, e.TokenType, e.User, e.Realm, e.Resolver,
+		e.Administrator, e.ActionDetail, e.Info, e.Node, e.Client, e.UserAgent, e.UserAgentVersion,
+		e.Policies, e.ThreadID} {
+		field(s)
+	}
+	return h.Sum(nil)
+}
+
+// Config wires the log.
+type Config struct {
+	Store store.Store
+	// Key signs entries and checkpoints.
+	Key ed25519.PrivateKey
+	Now func() time.Time
+	// CheckpointEvery is the distance of numbered checkpoints (default
+	// DefaultCheckpointEvery).
+	CheckpointEvery uint64
+	// MaxAge and MaxEntries bound retention (0: unlimited).
+	MaxAge     time.Duration
+	MaxEntries uint64
+}
+
+// Log is the audit log.
+type Log struct {
+	cfg Config
+	pub ed25519.PublicKey
+}
+
+// New returns the log.
+func New(cfg Config) (*Log, error) {
+	if len(cfg.Key) != ed25519.PrivateKeySize {
+		return nil, errors.New("audit: signing key must be an Ed25519 private key")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.CheckpointEvery == 0 {
+		cfg.CheckpointEvery = DefaultCheckpointEvery
+	}
+	return &Log{cfg: cfg, pub: cfg.Key.Public().(ed25519.PublicKey)}, nil
+}
+
+// PublicKey verifies the log's signatures.
+func (l *Log) PublicKey() ed25519.PublicKey { return l.pub }
+
+func (l *Log) sign(c checkpoint) checkpoint {
+	c.Sig = ed25519.Sign(l.cfg.Key, c.message())
+	return c
+}
+
+// Write appends e durably: when Write returns nil the entry is committed
+// (the caller answers its client only then). Entries written concurrently
+// share one commit through the store's group commit. The number is
+// assigned here; the written entry is returned.
+func (l *Log) Write(ctx context.Context, e Entry) (Entry, error) {
+	var out Entry
+	err := l.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		var err error
+		out, err = l.append(tx, e)
+		return err
+	})
+	return out, err
+}
+
+// WriteTx appends e inside the caller's write transaction, so that the
+// entry commits together with the change it describes.
+func (l *Log) WriteTx(tx store.Tx, e Entry) (Entry, error) { return l.append(tx, e) }
+
+func (l *Log) append(tx store.Tx, e Entry) (Entry, error) {
+	b := tx.Bucket(entryBucket)
+	meta := tx.Bucket(metaBucket)
+	var head checkpoint
+	if raw := meta.Get(headKey); raw != nil {
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return e, fmt.Errorf("audit head: %w", err)
+		}
+	}
+	n, err := b.NextSequence()
+	if err != nil {
+		return e, err
+	}
+	e.Number = n
+	rec := record{Schema: schema, Entry: e, Prev: head.Hash}
+	rec.Hash = hashEntry(head.Hash, e)
+	rec.Sig = ed25519.Sign(l.cfg.Key, rec.Hash)
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return e, err
+	}
+	if err := b.Put(store.Uint64Key(n), raw); err != nil {
+		return e, err
+	}
+	now := l.cfg.Now().UTC()
+	head = l.sign(checkpoint{Number: n, Hash: rec.Hash, Time: now, Kind: "head"})
+	if err := store.PutJSON(meta, headKey, head); err != nil {
+		return e, err
+	}
+	if n%l.cfg.CheckpointEvery == 0 {
+		cp := l.sign(checkpoint{Number: n, Hash: rec.Hash, Time: now, Kind: "checkpoint"})
+		if err := store.PutJSON(tx.Bucket(checkpointBucket), store.Uint64Key(n), cp); err != nil {
+			return e, err
+		}
+	}
+	return e, nil
+}
+
+// Retain removes entries older than MaxAge and beyond MaxEntries, and
+// moves the signed base checkpoint to the first kept entry so that the
+// chain still verifies. It returns how many entries were removed.
+func (l *Log) Retain(ctx context.Context) (int, error) {
+	if l.cfg.MaxAge <= 0 && l.cfg.MaxEntries == 0 {
+		return 0, nil
+	}
+	removed := 0
+	// Remove in slices so one transaction stays small.
+	for {
+		n := 0
+		err := l.cfg.Store.Update(ctx, func(tx store.Tx) error {
+			n = 0
+			b := tx.Bucket(entryBucket)
+			c := b.Cursor()
+			last, _ := c.Last()
+			lastN := store.KeyUint64(last)
+			cutoff := l.cfg.Now().Add(-l.cfg.MaxAge)
+			var keys [][]byte
+			var firstKept []byte
+			for k, v := c.First(); k != nil && len(keys) < 1000; k, v = c.Next() {
+				var rec record
+				if err := json.Unmarshal(v, &rec); err != nil {
+					return err
+				}
+				old := l.cfg.MaxAge > 0 && rec.Entry.Date.Before(cutoff)
+				many := l.cfg.MaxEntries > 0 && lastN-store.KeyUint64(k) >= l.cfg.MaxEntries
+				if !old && !many {
+					firstKept = append([]byte(nil), k...)
+					break
+				}
+				keys = append(keys, append([]byte(nil), k...))
+			}
+			if len(keys) == 0 {
+				return nil
+			}
+			// The base names the first entry kept and the hash it chains to.
+			var base checkpoint
+			if firstKept != nil {
+				var rec record
+				if err := json.Unmarshal(b.Get(firstKept), &rec); err != nil {
+					return err
+				}
+				base = checkpoint{Number: store.KeyUint64(firstKept), Hash: rec.Prev}
+			} else {
+				base = checkpoint{Number: lastN + 1}
+				var rec record
+				if err := json.Unmarshal(b.Get(last), &rec); err != nil {
+					return err
+				}
+				base.Hash = rec.Hash
+			}
+			base.Kind, base.Time = "base", l.cfg.Now().UTC()
+			for _, k := range keys {
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+			}
+			cps := tx.Bucket(checkpointBucket)
+			var stale [][]byte
+			_ = cps.ForEach(nil, func(k, _ []byte) error {
+				if store.KeyUint64(k) < base.Number {
+					stale = append(stale, append([]byte(nil), k...))
+				}
+				return nil
+			})
+			for _, k := range stale {
+				if err := cps.Delete(k); err != nil {
+					return err
+				}
+			}
+			n = len(keys)
+			return store.PutJSON(tx.Bucket(metaBucket), baseKey, l.sign(base))
+		})
+		if err != nil {
+			return removed, err
+		}
+		removed += n
+		if n < 1000 {
+			return removed, nil
+		}
+	}
+}
+
+// LoadOrCreateKey reads the Ed25519 signing key kept in path (its 32-byte
+// seed), or creates it with mode 0400.
+func LoadOrCreateKey(path string, rnd io.Reader) (ed25519.PrivateKey, error) {
+	raw, err := os.ReadFile(path)
+	if err == nil {
+		if len(raw) != ed25519.SeedSize {
+			return nil, fmt.Errorf("audit key %s: want %d bytes, got %d", path, ed25519.SeedSize, len(raw))
+		}
+		return ed25519.NewKeyFromSeed(raw), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("audit key: %w", err)
+	}
+	seed := make([]byte, ed25519.SeedSize)
+	if _, err := io.ReadFull(rnd, seed); err != nil {
+		return nil, fmt.Errorf("audit key: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o400)
+	if err != nil {
+		return nil, fmt.Errorf("audit key: %w", err)
+	}
+	if _, err := f.Write(seed); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("audit key: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("audit key: %w", err)
+	}
+	return ed25519.NewKeyFromSeed(seed), f.Close()
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package passwd_test
+
+const raceEnabled = true

@@ -1,0 +1,92 @@
+package server
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/authsrv/authsrv/apierr"
+)
+
+// splitAgent splits a User-Agent into its product name and version
+// ("PAM/1.1.0 x" -> "PAM", "1.1.0").
+func splitAgent(ua string) (string, string) {
+	first, _, _ := strings.Cut(strings.TrimSpace(ua), " ")
+	name, version, _ := strings.Cut(first, "/")
+	return name, version
+}
+
+// auditText keeps a value short and on one line.
+func auditText(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > max {
+		s = s[:max]
+	}
+	return s
+}
+
+// audit writes the request's entry: the method and path, the caller, the
+// target user, realm, resolver and serial from the parameters (never a
+// password, PIN, OTP or token), the outcome and the deciding policies.
+func (a *api) audit(c *call, ans answer, err error) error {
+	e := c.entry
+	end := a.s.Now()
+	e.StartDate, e.Date = c.started.UTC(), end.UTC()
+	e.Duration = end.Sub(c.started).Seconds()
+	e.Action = c.r.Method + " " + auditText(c.r.URL.Path, 256)
+	e.Client = clientIP(c.r).String()
+	name, version := splitAgent(c.r.UserAgent())
+	e.UserAgent, e.UserAgentVersion = auditText(name, 64), auditText(version, 64)
+	e.Node = a.s.NodeName()
+	e.ThreadID = strconv.FormatInt(a.seq.Add(1), 10)
+	if c.who != nil {
+		if c.who.Role == roleAdmin {
+			e.Administrator = c.who.Username
+		} else if e.User == "" {
+			e.User, e.Realm = c.who.Username, c.who.Realm
+		}
+	}
+	if c.p != nil {
+		fill := func(dst *string, keys ...string) {
+			if *dst != "" {
+				return
+			}
+			for _, k := range keys {
+				if v, err := c.p.str(k); err == nil && v != "" {
+					*dst = auditText(v, 256)
+					return
+				}
+			}
+		}
+		fill(&e.User, "user", "username")
+		fill(&e.Realm, "realm")
+		fill(&e.Resolver, "resolver", "resolvername")
+		fill(&e.Serial, "serial")
+		fill(&e.TokenType, "type")
+	}
+	if len(c.policies) > 0 {
+		ps := slices.Clone(c.policies)
+		slices.Sort(ps)
+		e.Policies = strings.Join(slices.Compact(ps), ",")
+	}
+	switch {
+	case err != nil:
+		e.Success = false
+		_, _, msg, _, internal := apierr.Wire(err)
+		if e.Info == "" && !internal {
+			e.Info = auditText(msg, 512)
+		}
+	case ans.auth:
+		e.Authentication = authentication(ans.value, ans.detail)
+		e.Success = e.Authentication == "ACCEPT"
+	default:
+		e.Success = true
+	}
+	_, werr := a.s.Audit().Write(c.ctx, e)
+	return werr
+}
