@@ -25,18 +25,6 @@ const (
 	dialectMySQL
 )
 
-func (d dialect) String() string {
-	switch d {
-	case dialectSQLite:
-		return "sqlite"
-	case dialectPostgres:
-		return "postgresql"
-	case dialectMySQL:
-		return "mysql"
-	}
-	return "unknown"
-}
-
 // parseDriver maps the SQLAlchemy dialect strings privacyIDEA users write
 // (sqlite, sqlite+pysqlite, postgresql+psycopg2, mysql+pymysql, ...) to a
 // dialect. The part after + names a Python driver and is ignored.

@@ -57,6 +57,7 @@ func TestVerifyPasswordFixtures(t *testing.T) {
 	for _, fx := range fixtures(t) {
 		seen[fx.Scheme]++
 		t.Run(fx.Scheme+"/"+fx.Tool, func(t *testing.T) {
+			t.Parallel()
 			if ok, why := sqlres.VerifyPassword(fx.Hash, fx.Password); !ok || why != nil {
 				t.Errorf("VerifyPassword(%s, right) = %v, %v", fx.Hash, ok, why)
 			}

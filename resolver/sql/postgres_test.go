@@ -93,6 +93,11 @@ func TestPostgres(t *testing.T) {
 		if v, d := open(t, pgConfig(pg)).Test(ctx); v != 4 || d != "Found 4 users." {
 			t.Errorf("Test() = %v, %q", v, d)
 		}
+		where := pgConfig(pg)
+		where["Where"] = "active == 1 and mail like %@example.org and id > 1 and id < 4711"
+		if v, d := open(t, where).Test(ctx); v != 4 || d != "Found 4 users." {
+			t.Errorf("Test(Where with every operator) = %v, %q", v, d)
+		}
 		noTable := pgConfig(pg)
 		noTable["Table"] = "authsrv.nothing"
 		if v, d := open(t, noTable).Test(ctx); v != -1 || d != "Failed to retrieve users." {

@@ -222,6 +222,39 @@ func TestSQLiteDetails(t *testing.T) {
 		}
 	})
 
+	t.Run("Encoding", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "enc.db")
+		db, err := sql.Open("sqlite", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{
+			`CREATE TABLE enc (id INTEGER PRIMARY KEY, login TEXT, sn BLOB, gn TEXT)`,
+			`INSERT INTO enc VALUES (1, 'x', X'A4FC', X'6DC3BC')`, // gn: UTF-8 bytes in a TEXT column
+		} {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = db.Close()
+		for enc, want := range map[string]string{"": "¤ü", "latin1": "¤ü", "cp1252": "¤ü", "utf-8": "\uFFFD", "latin9": "€ü"} {
+			r := open(t, resolver.Config{
+				"Driver": "sqlite", "Database": p, "Table": "enc", "Encoding": enc,
+				"Map": `{"userid":"id","username":"login","surname":"sn","givenname":"gn"}`,
+			})
+			info, err := r.User(ctx, "1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := info.String(resolver.KeySurname); got != want {
+				t.Errorf("Encoding %q: surname %q, want %q", enc, got, want)
+			}
+			if got := info.String(resolver.KeyGivenname); got != "mü" {
+				t.Errorf("Encoding %q: UTF-8 text column read as %q", enc, got)
+			}
+		}
+	})
+
 	t.Run("WritesNeedEditable", func(t *testing.T) {
 		ro := open(t, sqliteConfig(path, false))
 		if err := ro.Update(ctx, "2", map[string]string{resolver.KeySurname: "x"}); !errors.Is(err, resolver.ErrNotEditable) {

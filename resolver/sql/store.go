@@ -218,21 +218,23 @@ func (s *Store) User(ctx context.Context, uid string) (resolver.Info, error) {
 // only wildcard, runs of * count as one; empty values are skipped), up to
 // Limit rows.
 func (s *Store) Search(ctx context.Context, filter map[string]string) ([]resolver.Info, error) {
-	q := s.newQuery().text("SELECT ", s.selectList(), " FROM ", s.table, " WHERE 1=1")
-	for _, k := range slices.Sorted(maps.Keys(filter)) {
-		col, ok := s.c.columns[k]
-		if !ok || k == resolver.KeyPassword {
+	keys := slices.Sorted(maps.Keys(filter))
+	for _, k := range keys {
+		if _, ok := s.c.columns[k]; !ok || k == resolver.KeyPassword {
 			return nil, fmt.Errorf("sqlresolver search by %q: %w", k, resolver.ErrSearchKey)
 		}
+	}
+	q := s.newQuery().text("SELECT ", s.selectList(), " FROM ", s.table, " WHERE 1=1")
+	for _, k := range keys {
 		v := filter[k]
 		if v == "" {
 			continue
 		}
 		if !plausible(v) {
-			return nil, nil
+			return nil, nil // no stored value can match
 		}
 		q.text(" AND ")
-		q.like(s.c.dialect.likeOperand(s.c.dialect.quote(col)), likePattern(v))
+		q.like(s.c.dialect.likeOperand(s.c.dialect.quote(s.c.columns[k])), likePattern(v))
 	}
 	s.where(q)
 	q.text(" LIMIT ", strconv.Itoa(s.c.limit))

@@ -71,7 +71,7 @@ def gen_drupal(pw, log2=15):
 
 for pw in sys.argv[1:]:
     b = pw.encode()
-    emit("phpass", pw, ph.phpass.hash(pw), "passlib phpass")
+    emit("phpass", pw, ph.phpass.using(rounds=13).hash(pw), "passlib phpass rounds=13 (WordPress $P$B)")
     emit("phpass", pw, ph.phpass.using(ident="H", rounds=11).hash(pw), "passlib phpass ident=H rounds=11")
     emit("drupal", pw, gen_drupal(pw), "python hashlib (Drupal 7 _password_crypt transcription)")
     emit("sha", pw, ph.ldap_sha1.hash(pw), "passlib ldap_sha1")
