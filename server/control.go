@@ -16,6 +16,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/authsrv/authsrv"
+	"github.com/authsrv/authsrv/audit"
 )
 
 // The control socket lets the authsrv command manage a running server's
@@ -57,6 +58,10 @@ func Control(s *authsrv.Server) http.Handler {
 			panic(http.ErrAbortHandler)
 		}
 	})
+	r.GET("/audit/verify", ctl(func(c *call) (answer, error) {
+		rep, err := s.Audit().Verify(c.ctx)
+		return answer{value: rep}, err
+	}))
 	r.GET("/admins", ctl(func(c *call) (answer, error) {
 		list, err := s.Admins().List(c.ctx)
 		return answer{value: list}, err
@@ -144,6 +149,12 @@ func (cc *ControlClient) Backup(ctx context.Context, w io.Writer) (int64, error)
 		return n, fmt.Errorf("backup: the stream broke: %w", err)
 	}
 	return n, nil
+}
+
+// AuditVerify verifies the running server's audit log.
+func (cc *ControlClient) AuditVerify(ctx context.Context) (audit.Report, error) {
+	var rep audit.Report
+	return rep, cc.do(ctx, http.MethodGet, "/audit/verify", nil, &rep)
 }
 
 // Admins lists the administrators.

@@ -65,10 +65,11 @@ func (c *call) authorize(action string) error {
 	if c.who == nil {
 		return errMissingHeader
 	}
-	ok, _, err := c.a.s.Policies().Allowed(c.ctx, c.policyQuery(action))
+	ok, names, err := c.a.s.Policies().Allowed(c.ctx, c.policyQuery(action))
 	if err != nil {
 		return err
 	}
+	c.policies = append(c.policies, names...)
 	if ok {
 		return nil
 	}

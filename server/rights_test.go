@@ -22,6 +22,8 @@ var innerChecks = map[string]struct {
 	"GET /user/attribute":               {"/user/attribute?user=alice", "", ""},
 	"GET /user/editable_attributes/":    {"/user/editable_attributes/", "", ""},
 	"DELETE /user/attribute (dispatch)": {"/user/attribute/k/alice/realm1", "", "You are not allowed to delete the custom user attribute k!"},
+	"GET /audit/":                       {"/audit/", "", "Admin actions are defined, but the action auditlog is not allowed!"},
+	"GET /audit/:csvfile":               {"/audit/all.csv", "", "Admin actions are defined, but the action auditlog_download is not allowed!"},
 }
 
 // TestEveryRouteIsChecked walks every registered route: each is public by

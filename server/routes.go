@@ -62,6 +62,12 @@ func (a *api) routes() {
 	a.handle(http.MethodPost, "/policy/:name/:sub", endpoint{access: adminRole, action: "policywrite", fn: postPolicySub})
 	a.handle(http.MethodPatch, "/policy/:oldname", endpoint{access: adminRole, action: "policywrite", fn: patchPolicy})
 	a.handle(http.MethodDelete, "/policy/:name", endpoint{access: adminRole, action: "policydelete", fn: deletePolicy})
+
+	// The audit log: admins (auditlog, auditlog_download) and users, who
+	// see their own entries.
+	a.handle(http.MethodGet, "/audit/", endpoint{access: anyRole, fn: getAudit})
+	a.handle(http.MethodGet, "/audit/:csvfile", endpoint{access: anyRole, fn: getAuditCSV})
+	a.innerActions = append(a.innerActions, "auditlog", "auditlog_download")
 }
 
 // probe registers a health probe for both slash forms.

@@ -6,6 +6,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -26,8 +27,10 @@ import (
 	"golang.org/x/term"
 
 	"github.com/authsrv/authsrv"
+	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/server"
 	"github.com/authsrv/authsrv/store"
+	"github.com/authsrv/authsrv/store/bolt"
 )
 
 func main() {
@@ -44,6 +47,7 @@ commands:
   admin passwd NAME           set a local administrator's password
   backup [-out FILE]          write a consistent backup (works while the server runs)
   restore [-force] FILE       restore a backup into the data directory
+  audit verify [-db FILE]     check the audit log's hash chain, signatures and checkpoints
   version                     print the version
 
 Every flag can also be set as AUTHSRV_<FLAG> in the environment, with
@@ -76,6 +80,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = e.backup(args)
 	case "restore":
 		err = e.restore(args)
+	case "audit":
+		err = e.auditCmd(args)
 	case "version":
 		fmt.Fprintf(stdout, "%s %s (%s)\n", authsrv.Product, authsrv.Version, runtime.Version())
 	case "help", "-h", "--help":
@@ -90,6 +96,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.Is(err, errUsage) {
 		return 2
 	}
+	if errors.Is(err, errProblems) {
+		return 1
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "authsrv %s: %v\n", cmd, err)
 		return 1
@@ -98,6 +107,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 var errUsage = errors.New("usage")
+
+// errProblems means the command ran and found problems (exit code 1).
+var errProblems = errors.New("problems found")
 
 // common holds the flags every command shares.
 type common struct {
@@ -510,5 +522,63 @@ func (e *env) restore(args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "restored the backup of node %s made %s by authsrv %s into %s\n",
 		m.Node, m.Created.Format(time.RFC3339), m.Version, c.dataDir)
+	return nil
+}
+
+// auditCmd is "audit verify": it checks the audit log of the data
+// directory (directly, or through a running server), or of a copy of the
+// data file given with -db (read with the data directory's audit key).
+func (e *env) auditCmd(args []string) error {
+	if len(args) == 0 || args[0] != "verify" {
+		fmt.Fprint(e.stderr, usage)
+		return errUsage
+	}
+	var c common
+	fs := e.flags("audit verify", &c)
+	dbFile := fs.String("db", "", "verify this copy of a data file instead of the data directory's store")
+	if err := e.parse(fs, args[1:]); err != nil {
+		return err
+	}
+	var rep audit.Report
+	var err error
+	switch {
+	case *dbFile != "":
+		seed, rerr := os.ReadFile(filepath.Join(c.dataDir, authsrv.AuditKeyFile))
+		if rerr != nil {
+			return fmt.Errorf("the audit key: %w", rerr)
+		}
+		if len(seed) != ed25519.SeedSize {
+			return fmt.Errorf("the audit key in %s is not %d bytes", c.dataDir, ed25519.SeedSize)
+		}
+		db, oerr := bolt.Open(*dbFile, bolt.Options{Timeout: c.openTimeout})
+		if oerr != nil {
+			return oerr
+		}
+		defer func() { _ = db.Close() }()
+		pub := ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
+		rep, err = audit.VerifyStore(e.ctx, db, pub)
+	default:
+		s, cc, oerr := e.open(&c)
+		if oerr != nil {
+			return oerr
+		}
+		if s != nil {
+			defer func() { _ = s.Close() }()
+			rep, err = s.Audit().Verify(e.ctx)
+		} else {
+			rep, err = cc.AuditVerify(e.ctx)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	for _, p := range rep.Problems {
+		fmt.Fprintf(e.stdout, "entry %d: %s: %s\n", p.Number, p.Kind, p.Detail)
+	}
+	if !rep.OK() {
+		fmt.Fprintf(e.stdout, "audit log: %d entries (%d..%d): %d problems\n", rep.Entries, rep.First, rep.Last, len(rep.Problems))
+		return errProblems
+	}
+	fmt.Fprintf(e.stdout, "audit log: %d entries (%d..%d): OK\n", rep.Entries, rep.First, rep.Last)
 	return nil
 }
