@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages that tests start as real services on loopback:
-# OpenLDAP for the LDAP resolver, PostgreSQL for the SQL resolver.
-packages=(slapd ldap-utils postgresql openssl)
+# OpenLDAP for the LDAP resolver, PostgreSQL for the SQL resolver,
+# FreeRADIUS for the RADIUS client.
+packages=(slapd ldap-utils postgresql openssl freeradius freeradius-utils)
 
 missing=()
 for p in "${packages[@]}"; do
