@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/realm"
 	"github.com/authsrv/authsrv/user"
 )
@@ -134,6 +135,39 @@ func (a *api) authenticate(r *http.Request) (*identity, error) {
 	return &identity{Username: c.Username, Realm: c.Realm, Role: c.Role, AuthType: c.AuthType, Rights: c.Rights}, nil
 }
 
+// rightsOf lists an admin's rights for the login answer: every admin
+// action when no admin policy is active, else the actions granted by the
+// policies matching the admin (conditions skipped, as privacyIDEA does
+// for the WebUI rights).
+func (c *call) rightsOf(who identity) ([]string, error) {
+	all := c.a.adminRights()
+	active, err := c.a.s.Policies().ActiveInScope(c.ctx, policy.ScopeAdmin)
+	if err != nil || !active {
+		return all, err
+	}
+	ps, err := c.a.s.Policies().Match(c.ctx, policy.Query{Scope: policy.ScopeAdmin,
+		AdminUser: policy.Str(who.Username), AdminRealm: policy.Str(who.Realm),
+		Client: clientIP(c.r), UserAgent: c.r.UserAgent(), SkipConditions: true})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, a := range all {
+		for _, p := range ps {
+			acts := policy.ParseActions(p.Action)
+			_, direct := acts[a]
+			_, star := acts["*"]
+			_, neg1 := acts["!"+a]
+			_, neg2 := acts["-"+a]
+			if (direct || star) && !neg1 && !neg2 {
+				out = append(out, a)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
 // adminRights lists the admin actions of the registered routes: with no
 // admin policy every one of them is granted.
 func (a *api) adminRights() []string {
@@ -192,7 +226,9 @@ func postAuth(c *call) (answer, error) {
 		}
 	}
 	if who.Role == roleAdmin {
-		who.Rights = c.a.adminRights()
+		if who.Rights, err = c.rightsOf(who); err != nil {
+			return answer{}, err
+		}
 	}
 	tok, _, err := c.a.issueToken(who)
 	if err != nil {

@@ -113,6 +113,9 @@ func TestPolicyCheckExportImportAndLimitedAdmin(t *testing.T) {
 	if rtok == "" {
 		t.Fatalf("reader login: %s", lr.body)
 	}
+	if r := at(lr.json, "result.value.rights"); toJSON(r) != `["policyread"]` {
+		t.Errorf("reader rights: %v", r)
+	}
 	if l := wantOK(t, e.admin(t, rtok, "GET", "/policy/", "")).(map[string]any); len(l) != 3 {
 		t.Errorf("reader sees %d policies", len(l))
 	}
