@@ -18,7 +18,9 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/authsrv/authsrv/store"
 )
@@ -195,6 +197,7 @@ func (l *Log) append(tx store.Tx, e Entry) (Entry, error) {
 		return e, err
 	}
 	e.Number = n
+	e = canonical(e)
 	rec := record{Schema: schema, Entry: e, Prev: head.Hash}
 	rec.Hash = hashEntry(head.Hash, e)
 	rec.Sig = ed25519.Sign(l.cfg.Key, rec.Hash)
@@ -219,6 +222,46 @@ func (l *Log) append(tx store.Tx, e Entry) (Entry, error) {
 	return e, nil
 }
 
+// canonical returns e as it reads back from its stored JSON, so that the
+// hash computed at write time is the one Verify recomputes: times in UTC
+// without a monotonic reading, and strings in valid UTF-8 with each
+// invalid byte replaced by U+FFFD, as encoding/json writes them (a client's
+// User-Agent may hold any bytes).
+func canonical(e Entry) Entry {
+	e.Date, e.StartDate = e.Date.UTC(), e.StartDate.UTC()
+	for _, s := range []*string{&e.Action, &e.Authentication, &e.Serial, &e.TokenType, &e.User, &e.Realm,
+		&e.Resolver, &e.Administrator, &e.ActionDetail, &e.Info, &e.Node, &e.Client, &e.UserAgent,
+		&e.UserAgentVersion, &e.Policies, &e.ThreadID} {
+		*s = validUTF8(*s)
+	}
+	return e
+}
+
+// validUTF8 replaces each byte of s that is not part of valid UTF-8 with
+// U+FFFD, byte by byte as encoding/json does (strings.ToValidUTF8 would
+// replace a whole run with one).
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// retainSlice is how many entries one retention transaction removes at
+// most.
+const retainSlice = 1000
+
 // Retain removes entries older than MaxAge and beyond MaxEntries, and
 // moves the signed base checkpoint to the first kept entry so that the
 // chain still verifies. It returns how many entries were removed.
@@ -238,8 +281,8 @@ func (l *Log) Retain(ctx context.Context) (int, error) {
 			lastN := store.KeyUint64(last)
 			cutoff := l.cfg.Now().Add(-l.cfg.MaxAge)
 			var keys [][]byte
-			var firstKept []byte
-			for k, v := c.First(); k != nil && len(keys) < 1000; k, v = c.Next() {
+			k, v := c.First()
+			for ; k != nil && len(keys) < retainSlice; k, v = c.Next() {
 				var rec record
 				if err := json.Unmarshal(v, &rec); err != nil {
 					return err
@@ -247,13 +290,19 @@ func (l *Log) Retain(ctx context.Context) (int, error) {
 				old := l.cfg.MaxAge > 0 && rec.Entry.Date.Before(cutoff)
 				many := l.cfg.MaxEntries > 0 && lastN-store.KeyUint64(k) >= l.cfg.MaxEntries
 				if !old && !many {
-					firstKept = append([]byte(nil), k...)
 					break
 				}
 				keys = append(keys, append([]byte(nil), k...))
 			}
 			if len(keys) == 0 {
 				return nil
+			}
+			// k is the first entry after this slice: the first one kept, or
+			// the next slice's first when the slice filled up (nil when
+			// none is left). The base must name it either way.
+			var firstKept []byte
+			if k != nil {
+				firstKept = append([]byte(nil), k...)
 			}
 			// The base names the first entry kept and the hash it chains to.
 			var base checkpoint
@@ -297,7 +346,7 @@ func (l *Log) Retain(ctx context.Context) (int, error) {
 			return removed, err
 		}
 		removed += n
-		if n < 1000 {
+		if n < retainSlice {
 			return removed, nil
 		}
 	}
