@@ -19,6 +19,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -97,6 +98,15 @@ func (c checkpoint) message() []byte {
 	return append(b, c.Hash...)
 }
 
+// contentHash is what an entry's Ed25519 signature covers: the hash of
+// its columns without the number and the chain (both are assigned in the
+// transaction and covered by the chain hash, the head and the
+// checkpoints), so callers can sign outside the transaction.
+func contentHash(e Entry) []byte {
+	e.Number = 0
+	return hashEntry([]byte("content"), e)
+}
+
 // hashEntry is the chain hash of e after prev: SHA-256 over a canonical,
 // length-prefixed encoding of every column.
 func hashEntry(prev []byte, e Entry) []byte {
@@ -141,6 +151,10 @@ type Config struct {
 type Log struct {
 	cfg Config
 	pub ed25519.PublicKey
+
+	mu    sync.Mutex
+	queue []*pending
+	busy  bool
 }
 
 // New returns the log.
@@ -166,60 +180,152 @@ func (l *Log) sign(c checkpoint) checkpoint {
 }
 
 // Write appends e durably: when Write returns nil the entry is committed
-// (the caller answers its client only then). Entries written concurrently
-// share one commit through the store's group commit. The number is
-// assigned here; the written entry is returned.
+// (the caller answers its client only then). The caller signs its entry
+// (in parallel with the others); concurrent writers are then appended in
+// one batch, whose leader writes them in one store transaction and signs
+// the head once for the batch. The number is assigned here; the written
+// entry is returned.
 func (l *Log) Write(ctx context.Context, e Entry) (Entry, error) {
-	var out Entry
-	err := l.cfg.Store.Update(ctx, func(tx store.Tx) error {
-		var err error
-		out, err = l.append(tx, e)
-		return err
+	if err := ctx.Err(); err != nil {
+		return e, err
+	}
+	e = canonical(e)
+	p := &pending{e: e, sig: ed25519.Sign(l.cfg.Key, contentHash(e)), done: make(chan struct{}), lead: make(chan struct{}, 1)}
+	l.mu.Lock()
+	l.queue = append(l.queue, p)
+	if l.busy {
+		l.mu.Unlock()
+		select {
+		case <-p.done:
+			return p.res, p.err
+		case <-p.lead:
+		}
+	} else {
+		l.busy = true
+		l.mu.Unlock()
+	}
+	l.leadBatch()
+	<-p.done
+	return p.res, p.err
+}
+
+// pending is one Write waiting for its batch.
+type pending struct {
+	e    Entry
+	sig  []byte
+	res  Entry
+	err  error
+	done chan struct{}
+	lead chan struct{}
+}
+
+// maxBatch bounds the entries of one batch.
+const maxBatch = 512
+
+// leadBatch commits the queued entries (the leader's own among them) and
+// hands leadership to the next waiter, if any.
+func (l *Log) leadBatch() {
+	l.mu.Lock()
+	n := min(len(l.queue), maxBatch)
+	batch := l.queue[:n:n]
+	l.queue = l.queue[n:]
+	l.mu.Unlock()
+
+	var out []Entry
+	err := l.cfg.Store.Update(context.Background(), func(tx store.Tx) error {
+		out = out[:0]
+		prev, err := l.headHash(tx)
+		if err != nil {
+			return err
+		}
+		var last Entry
+		for _, p := range batch {
+			e, h, err := l.appendOne(tx, p.e, p.sig, prev)
+			if err != nil {
+				return err
+			}
+			out, prev, last = append(out, e), h, e
+		}
+		return l.writeHead(tx, last.Number, prev)
 	})
-	return out, err
+	for i, p := range batch {
+		p.err = err
+		if err == nil {
+			p.res = out[i]
+		}
+		close(p.done)
+	}
+	l.mu.Lock()
+	if len(l.queue) == 0 {
+		l.busy = false
+		l.mu.Unlock()
+		return
+	}
+	next := l.queue[0]
+	l.mu.Unlock()
+	next.lead <- struct{}{}
 }
 
 // WriteTx appends e inside the caller's write transaction, so that the
 // entry commits together with the change it describes.
-func (l *Log) WriteTx(tx store.Tx, e Entry) (Entry, error) { return l.append(tx, e) }
-
-func (l *Log) append(tx store.Tx, e Entry) (Entry, error) {
-	b := tx.Bucket(entryBucket)
-	meta := tx.Bucket(metaBucket)
-	var head checkpoint
-	if raw := meta.Get(headKey); raw != nil {
-		if err := json.Unmarshal(raw, &head); err != nil {
-			return e, fmt.Errorf("audit head: %w", err)
-		}
+func (l *Log) WriteTx(tx store.Tx, e Entry) (Entry, error) {
+	e = canonical(e)
+	prev, err := l.headHash(tx)
+	if err != nil {
+		return e, err
 	}
+	e, h, err := l.appendOne(tx, e, ed25519.Sign(l.cfg.Key, contentHash(e)), prev)
+	if err != nil {
+		return e, err
+	}
+	return e, l.writeHead(tx, e.Number, h)
+}
+
+// headHash is the hash of the last entry (nil for an empty log).
+func (l *Log) headHash(tx store.Tx) ([]byte, error) {
+	raw := tx.Bucket(metaBucket).Get(headKey)
+	if raw == nil {
+		return nil, nil
+	}
+	var head checkpoint
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return nil, fmt.Errorf("audit head: %w", err)
+	}
+	return head.Hash, nil
+}
+
+// writeHead signs and stores the head: the last entry n and its hash.
+func (l *Log) writeHead(tx store.Tx, n uint64, hash []byte) error {
+	head := l.sign(checkpoint{Number: n, Hash: hash, Time: l.cfg.Now().UTC(), Kind: "head"})
+	return store.PutJSON(tx.Bucket(metaBucket), headKey, head)
+}
+
+// appendOne stores e (already canonical) with its content signature sig,
+// chained after prev, and returns it with its chain hash. Every
+// CheckpointEvery entries a signed checkpoint is kept.
+func (l *Log) appendOne(tx store.Tx, e Entry, sig, prev []byte) (Entry, []byte, error) {
+	b := tx.Bucket(entryBucket)
 	n, err := b.NextSequence()
 	if err != nil {
-		return e, err
+		return e, nil, err
 	}
 	e.Number = n
-	e = canonical(e)
-	rec := record{Schema: schema, Entry: e, Prev: head.Hash}
-	rec.Hash = hashEntry(head.Hash, e)
-	rec.Sig = ed25519.Sign(l.cfg.Key, rec.Hash)
+	rec := record{Schema: schema, Entry: e, Prev: prev, Sig: sig}
+	rec.Hash = hashEntry(prev, e)
 	raw, err := json.Marshal(rec)
 	if err != nil {
-		return e, err
+		return e, nil, err
 	}
 	if err := b.Put(store.Uint64Key(n), raw); err != nil {
-		return e, err
-	}
-	now := l.cfg.Now().UTC()
-	head = l.sign(checkpoint{Number: n, Hash: rec.Hash, Time: now, Kind: "head"})
-	if err := store.PutJSON(meta, headKey, head); err != nil {
-		return e, err
+		return e, nil, err
 	}
 	if n%l.cfg.CheckpointEvery == 0 {
-		cp := l.sign(checkpoint{Number: n, Hash: rec.Hash, Time: now, Kind: "checkpoint"})
+		cp := l.sign(checkpoint{Number: n, Hash: rec.Hash, Time: l.cfg.Now().UTC(), Kind: "checkpoint"})
 		if err := store.PutJSON(tx.Bucket(checkpointBucket), store.Uint64Key(n), cp); err != nil {
-			return e, err
+			return e, nil, err
 		}
 	}
-	return e, nil
+	return e, rec.Hash, nil
 }
 
 // canonical returns e as it reads back from its stored JSON, so that the

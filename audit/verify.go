@@ -381,7 +381,7 @@ func checkEntry(ps []Problem, pub ed25519.PublicKey, num uint64, rec *record) []
 	if !bytes.Equal(h, rec.Hash) {
 		ps = append(ps, Problem{num, ProblemEdited, fmt.Sprintf("entry %d does not match its hash", num)})
 	}
-	if !ed25519.Verify(pub, h, rec.Sig) {
+	if !ed25519.Verify(pub, contentHash(rec.Entry), rec.Sig) {
 		ps = append(ps, Problem{num, ProblemSignature, fmt.Sprintf("the signature of entry %d does not verify", num)})
 	}
 	return ps
@@ -394,5 +394,5 @@ func entryOK(pub ed25519.PublicKey, num uint64, rec *record) bool {
 		return false
 	}
 	h := hashEntry(rec.Prev, rec.Entry)
-	return bytes.Equal(h, rec.Hash) && ed25519.Verify(pub, h, rec.Sig)
+	return bytes.Equal(h, rec.Hash) && ed25519.Verify(pub, contentHash(rec.Entry), rec.Sig)
 }
