@@ -28,6 +28,7 @@ import (
 	"github.com/authsrv/authsrv/admin"
 	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/notify"
 	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/realm"
 	"github.com/authsrv/authsrv/resolver"
@@ -73,6 +74,7 @@ type Server struct {
 	attrs     *user.Attributes
 	policies  *policy.Service
 	audit     *audit.Log
+	notify    *notify.Service
 
 	started   atomic.Bool
 	closeOnce sync.Once
@@ -183,6 +185,8 @@ func (s *Server) open() error {
 		return err
 	}
 	s.audit = lg
+	s.notify = notify.New(notify.Config{Store: s.st, Sealer: sealer, Log: c.log.With().Str("component", "notify").Logger(),
+		Now: c.now, AllowScripts: c.smsScriptDir})
 	s.nodeID = NodeID(c.nodeName)
 	if err := registerNode(context.Background(), s.st, s.nodeID, c.nodeName, c.now()); err != nil {
 		return err
@@ -304,6 +308,10 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// Notify manages SMTP servers, SMS gateways and RADIUS servers and sends
+// through them.
+func (s *Server) Notify() *notify.Service { return s.notify }
 
 // Audit is the audit log.
 func (s *Server) Audit() *audit.Log { return s.audit }

@@ -50,6 +50,7 @@ type config struct {
 	auditMaxAge     time.Duration
 	auditMaxEntries uint64
 	retentionEvery  time.Duration
+	smsScriptDir    string
 }
 
 func defaults() config {
@@ -67,6 +68,18 @@ func defaults() config {
 		openTimeout:    DefaultOpenTimeout,
 		jwtLifetime:    DefaultJWTLifetime,
 		retentionEvery: time.Hour,
+	}
+}
+
+// WithSMSScriptDir allows the script SMS provider to run programs from dir
+// (and only from there). Without it the script provider is disabled.
+func WithSMSScriptDir(dir string) Option {
+	return func(c *config) error {
+		if dir == "" {
+			return errors.New("sms script directory: empty path")
+		}
+		c.smsScriptDir = dir
+		return nil
 	}
 }
 

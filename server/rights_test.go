@@ -48,7 +48,8 @@ func TestEveryRouteIsChecked(t *testing.T) {
 			}
 		case r.Access == "admin" && r.Action != "":
 			path := strings.NewReplacer(":realm", "realm1", ":nodeid", e.s.NodeID(), ":resolvername", "mem1",
-				":name", "p1", ":sub", "x", ":oldname", "p1").Replace(r.Path)
+				":name", "p1", ":sub", "x", ":oldname", "p1", ":smtpid", "mail1", ":radiusid", "rad1",
+				":gwid", "1", ":identifier", "gw1", ":key", "k").Replace(r.Path)
 			rep := e.admin(t, tok, r.Method, path, "")
 			want := "ERR303: Admin actions are defined, but the action " + r.Action + " is not allowed!"
 			if rep.status != 403 || at(rep.json, "result.error.message") != want {

@@ -68,6 +68,21 @@ func (a *api) routes() {
 	a.handle(http.MethodGet, "/audit/", endpoint{access: anyRole, fn: getAudit})
 	a.handle(http.MethodGet, "/audit/:csvfile", endpoint{access: anyRole, fn: getAuditCSV})
 	a.innerActions = append(a.innerActions, "auditlog", "auditlog_download")
+
+	// Notification channels. POST .../send_test_email and .../test_request
+	// share the :id routes; GET /smsgateway/providers and DELETE
+	// /smsgateway/option/{gwid}/{key} share the gateway routes.
+	a.handle(http.MethodGet, "/smtpserver/", endpoint{access: adminRole, action: "smtpserver_read", fn: getSMTPServers})
+	a.handle(http.MethodPost, "/smtpserver/:smtpid", endpoint{access: adminRole, action: "smtpserver_write", fn: postSMTPServer})
+	a.handle(http.MethodDelete, "/smtpserver/:smtpid", endpoint{access: adminRole, action: "smtpserver_write", fn: deleteSMTPServer})
+	a.handle(http.MethodGet, "/smsgateway/", endpoint{access: adminRole, action: "smsgateway_read", fn: getSMSGateways})
+	a.handle(http.MethodGet, "/smsgateway/:gwid", endpoint{access: adminRole, action: "smsgateway_read", fn: getSMSGateways})
+	a.handle(http.MethodPost, "/smsgateway", endpoint{access: adminRole, action: "smsgateway_write", fn: postSMSGateway})
+	a.handle(http.MethodDelete, "/smsgateway/:identifier", endpoint{access: adminRole, action: "smsgateway_write", fn: deleteSMSGateway})
+	a.handle(http.MethodDelete, "/smsgateway/:identifier/:gwid/:key", endpoint{access: adminRole, action: "smsgateway_write", fn: deleteSMSGateway})
+	a.handle(http.MethodGet, "/radiusserver/", endpoint{access: adminRole, action: "radiusserver_read", fn: getRadiusServers})
+	a.handle(http.MethodPost, "/radiusserver/:radiusid", endpoint{access: adminRole, action: "radiusserver_write", fn: postRadiusServer})
+	a.handle(http.MethodDelete, "/radiusserver/:radiusid", endpoint{access: adminRole, action: "radiusserver_write", fn: deleteRadiusServer})
 }
 
 // probe registers a health probe for both slash forms.

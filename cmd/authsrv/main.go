@@ -119,6 +119,7 @@ type common struct {
 	superusers  string
 	kdfBudget   int64
 	openTimeout time.Duration
+	smsScripts  string
 }
 
 func (e *env) flags(name string, c *common) *flag.FlagSet {
@@ -130,6 +131,7 @@ func (e *env) flags(name string, c *common) *flag.FlagSet {
 	fs.StringVar(&c.superusers, "superuser-realms", "", "comma separated realms whose users are administrators")
 	fs.Int64Var(&c.kdfBudget, "kdf-budget-mib", authsrv.DefaultKDFBudget>>20, "memory for concurrent PIN/password hashes, MiB")
 	fs.DurationVar(&c.openTimeout, "open-timeout", authsrv.DefaultOpenTimeout, "how long to wait for the data directory's lock")
+	fs.StringVar(&c.smsScripts, "sms-script-dir", "", "directory the script SMS provider may run programs from (default: script provider disabled)")
 	return fs
 }
 
@@ -191,6 +193,9 @@ func (c *common) options(log zerolog.Logger) []authsrv.Option {
 	}
 	if c.nodeName != "" {
 		opts = append(opts, authsrv.WithNodeName(c.nodeName))
+	}
+	if c.smsScripts != "" {
+		opts = append(opts, authsrv.WithSMSScriptDir(c.smsScripts))
 	}
 	if c.superusers != "" {
 		opts = append(opts, authsrv.WithSuperuserRealms(strings.Split(c.superusers, ",")...))

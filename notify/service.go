@@ -1,0 +1,186 @@
+package notify
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"syscall"
+	"time"
+	"unicode"
+
+	"github.com/rs/zerolog"
+
+	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/store"
+)
+
+// Censored stands in for a stored secret in reads; sent back in a write it
+// keeps the stored value.
+const Censored = "__CENSORED__"
+
+const schema = 1
+
+// Errors of the package.
+var (
+	// ErrSendFailed is the cause of every failed delivery (an SMTP server
+	// or SMS gateway that refuses, errs or does not answer in time). The
+	// error returned carries a short text of its own and wraps this
+	// sentinel, so callers test it with errors.Is.
+	ErrSendFailed = apierr.New(apierr.ConfigAdmin, "The message could not be sent.")
+
+	// ErrSMTPNotFound is returned for an unknown SMTP server identifier.
+	ErrSMTPNotFound = apierr.New(apierr.ResourceNotFound, "The requested SMTPServer could not be found.")
+	// ErrGatewayNotFound is returned for an unknown SMS gateway.
+	ErrGatewayNotFound = apierr.New(apierr.ResourceNotFound, "The requested SMSGateway could not be found.")
+	// ErrRadiusNotFound is returned for an unknown RADIUS server identifier.
+	ErrRadiusNotFound = apierr.New(apierr.ResourceNotFound, "The requested RADIUSServer could not be found.")
+	// ErrRadiusSecretTooLong is privacyIDEA's ERR2234.
+	ErrRadiusSecretTooLong = apierr.New(apierr.ConfigAdmin, "The RADIUS secret is too long").WithNumber(2234)
+	// ErrScriptsDisabled is returned when the script SMS provider is used
+	// but no script directory is configured.
+	ErrScriptsDisabled = apierr.New(apierr.ConfigAdmin, "The script SMS provider is disabled: no script directory is configured.")
+)
+
+// Config holds the dependencies of a Service.
+type Config struct {
+	Store  store.Store
+	Sealer *secret.Sealer
+	// Log is the component logger's parent; silent when zero.
+	Log zerolog.Logger
+	// Now is the clock (mail Date headers); time.Now when nil.
+	Now func() time.Time
+	// AllowScripts is the directory the script SMS provider may run
+	// programs from; "" disables the script provider.
+	AllowScripts string
+	// DialControl, when set, is called for every outgoing TCP connection
+	// (SMTP, SMS HTTP and proxies) with the resolved address, before the
+	// connection is made; an error refuses it. Root wires the SSRF guard
+	// here. Nil allows every address.
+	DialControl func(network, address string, c syscall.RawConn) error
+	// RootCAs verifies the certificates of SMTP servers (STARTTLS and
+	// implicit TLS) and HTTPS SMS gateways; nil means the system pool.
+	RootCAs *x509.CertPool
+}
+
+// Service manages the SMTP server, SMS gateway and RADIUS server
+// definitions and sends through them. It is safe for concurrent use.
+type Service struct {
+	st      store.Store
+	sealer  *secret.Sealer
+	log     zerolog.Logger
+	now     func() time.Time
+	scripts string
+	control func(network, address string, c syscall.RawConn) error
+	roots   *x509.CertPool
+}
+
+// New returns the service. It starts no goroutines.
+func New(cfg Config) *Service {
+	s := &Service{
+		st:      cfg.Store,
+		sealer:  cfg.Sealer,
+		log:     cfg.Log.With().Str("component", "notify").Logger(),
+		now:     cfg.Now,
+		scripts: cfg.AllowScripts,
+		control: cfg.DialControl,
+		roots:   cfg.RootCAs,
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s
+}
+
+// paramErr is a Parameter error with a formatted text.
+func paramErr(format string, args ...any) error {
+	return apierr.New(apierr.Parameter, fmt.Sprintf(format, args...))
+}
+
+// sendErr builds the error of a failed delivery: text is shown, cause is
+// kept hidden (it may hold the remote server's answer) and ErrSendFailed
+// is in the chain.
+func sendErr(text string, cause error) error {
+	if cause == nil {
+		return apierr.New(apierr.ConfigAdmin, text).Wrap(ErrSendFailed)
+	}
+	return apierr.New(apierr.ConfigAdmin, text).Wrap(errors.Join(ErrSendFailed, cause))
+}
+
+// hasCRLF reports whether s holds a line break (header injection).
+func hasCRLF(s string) bool { return strings.ContainsAny(s, "\r\n") }
+
+// hasControl reports whether s holds any control character.
+func hasControl(s string) bool {
+	return strings.IndexFunc(s, unicode.IsControl) >= 0
+}
+
+// validIdentifier checks the name of a definition: not empty, at most 128
+// bytes, no control characters and no slash (it is a URL path segment).
+func validIdentifier(kind, id string) error {
+	switch {
+	case strings.TrimSpace(id) == "":
+		return apierr.MissingParameter("identifier")
+	case len(id) > 128:
+		return paramErr("The %s identifier is too long (at most 128 characters).", kind)
+	case hasControl(id) || strings.ContainsRune(id, '/'):
+		return paramErr("The %s identifier contains invalid characters.", kind)
+	}
+	return nil
+}
+
+// validHost checks a host name or IP address (IPv6 with or without
+// brackets).
+func validHost(h string) bool {
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	if strings.Contains(h, ":") { // IPv6
+		_, err := netip.ParseAddr(h)
+		return err == nil
+	}
+	for _, r := range h {
+		if !((r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') || r == '-' || r == '.' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// hostOnly strips IPv6 brackets for dialing with net.JoinHostPort.
+func hostOnly(h string) string { return strings.TrimSuffix(strings.TrimPrefix(h, "["), "]") }
+
+// seal seals v for (bucket, key, field); "" stays empty.
+func (s *Service) seal(v, bucket, key, field string) ([]byte, error) {
+	if v == "" {
+		return nil, nil
+	}
+	return s.sealer.Seal([]byte(v), bucket, key, field)
+}
+
+// open opens a sealed value; nil opens to "".
+func (s *Service) open(c []byte, bucket, key, field string) (string, error) {
+	if c == nil {
+		return "", nil
+	}
+	p, err := s.sealer.Open(c, bucket, key, field)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: field %s: %w", bucket, key, field, err)
+	}
+	return string(p), nil
+}
+
+// timeoutSeconds applies a default to a timeout in seconds and checks its
+// range (at most 60 s, below the HTTP server's write timeout).
+func timeoutSeconds(name string, v, def int) (int, error) {
+	if v == 0 {
+		return def, nil
+	}
+	if v < 0 || v > 60 {
+		return 0, paramErr("%s must be between 1 and 60 seconds.", name)
+	}
+	return v, nil
+}

@@ -1,0 +1,341 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/mail"
+	"slices"
+	"strings"
+
+	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/store"
+)
+
+// smtpBucket holds one record per SMTP server, keyed by its identifier
+// (exact, case-sensitive).
+const smtpBucket = "smtpservers"
+
+// SMTP defaults (privacyIDEA's).
+const (
+	defaultSMTPPort    = 25
+	defaultSMTPTimeout = 10
+	implicitTLSPort    = 465
+)
+
+// SMTPServer is an SMTP server definition. Reads return Password and
+// PrivateKeyPassword as [Censored] when set.
+type SMTPServer struct {
+	Identifier string
+	Server     string // host name or IP address
+	Port       int    // 0 means 25
+	Username   string // "" means no authentication
+	Password   string
+	Sender     string // From address, "Name <addr>" allowed
+	// TLS requires STARTTLS: the mail is not sent unless the server
+	// offers it and its certificate verifies. Without TLS (and without
+	// implicit TLS) the connection stays plain, as in privacyIDEA.
+	TLS bool
+	// ImplicitTLS speaks TLS from the first byte (SMTPS, RFC 8314). Port
+	// 465 always uses implicit TLS, whatever this field says.
+	ImplicitTLS bool
+	Timeout     int // seconds for the whole conversation; 0 means 10, at most 60
+	Description string
+	// EnqueueJob is stored for privacyIDEA compatibility; authsrv has no
+	// job queue and always sends at once.
+	EnqueueJob bool
+	// SMIME signs mails with PrivateKey (a PEM file path, optionally
+	// encrypted with PrivateKeyPassword in the legacy PEM format) and
+	// Certificate (a PEM file path, leaf first). DontSendOnError refuses
+	// to send unsigned when signing fails; otherwise the mail goes out
+	// unsigned and a warning is logged.
+	SMIME              bool
+	DontSendOnError    bool
+	PrivateKey         string
+	PrivateKeyPassword string
+	Certificate        string
+}
+
+// implicitTLS reports whether the definition uses SMTPS.
+func (d SMTPServer) implicitTLS() bool { return d.ImplicitTLS || d.Port == implicitTLSPort }
+
+// String describes the definition without its secrets.
+func (d SMTPServer) String() string {
+	return fmt.Sprintf("SMTPServer(%s %s:%d)", d.Identifier, d.Server, d.Port)
+}
+
+// Mail is one e-mail to send through a stored SMTP server.
+type Mail struct {
+	To      []string
+	Subject string
+	Body    string
+	// HTML sends Body as text/html instead of text/plain.
+	HTML bool
+	// ReplyTo is an optional Reply-To address.
+	ReplyTo string
+}
+
+type smtpRecord struct {
+	store.Versioned
+	Identifier         string `json:"identifier"`
+	Server             string `json:"server"`
+	Port               int    `json:"port"`
+	Username           string `json:"username,omitempty"`
+	Password           []byte `json:"password_sealed,omitempty"`
+	Sender             string `json:"sender,omitempty"`
+	TLS                bool   `json:"tls"`
+	ImplicitTLS        bool   `json:"implicit_tls,omitempty"`
+	Timeout            int    `json:"timeout"`
+	Description        string `json:"description,omitempty"`
+	EnqueueJob         bool   `json:"enqueue_job,omitempty"`
+	SMIME              bool   `json:"smime,omitempty"`
+	DontSendOnError    bool   `json:"dont_send_on_error,omitempty"`
+	PrivateKey         string `json:"private_key,omitempty"`
+	PrivateKeyPassword []byte `json:"private_key_password_sealed,omitempty"`
+	Certificate        string `json:"certificate,omitempty"`
+	Rev                uint64 `json:"rev"`
+}
+
+// normalizeSMTP applies defaults and validates a definition.
+func normalizeSMTP(d *SMTPServer) error {
+	if err := validIdentifier("SMTP server", d.Identifier); err != nil {
+		return err
+	}
+	d.Server = strings.TrimSpace(d.Server)
+	if d.Server == "" {
+		return apierr.MissingParameter("server")
+	}
+	if !validHost(d.Server) {
+		return paramErr("The server must be a host name or an IP address.")
+	}
+	if d.Port == 0 {
+		d.Port = defaultSMTPPort
+	}
+	if d.Port < 1 || d.Port > 65535 {
+		return paramErr("The port must be between 1 and 65535.")
+	}
+	t, err := timeoutSeconds("The timeout", d.Timeout, defaultSMTPTimeout)
+	if err != nil {
+		return err
+	}
+	d.Timeout = t
+	if hasControl(d.Username) {
+		return paramErr("The username contains invalid characters.")
+	}
+	if d.Sender != "" {
+		if err := checkAddress("sender", d.Sender); err != nil {
+			return err
+		}
+	}
+	if d.SMIME && (d.PrivateKey == "" || d.Certificate == "") {
+		return paramErr("S/MIME needs a private key and a certificate.")
+	}
+	if hasControl(d.PrivateKey) || hasControl(d.Certificate) {
+		return paramErr("The key and certificate paths contain invalid characters.")
+	}
+	return nil
+}
+
+// checkAddress refuses an e-mail address with line breaks (header
+// injection) or that does not parse as an RFC 5322 address.
+func checkAddress(what, addr string) error {
+	if hasCRLF(addr) || hasControl(addr) {
+		return paramErr("The %s address contains a line break or a control character.", what)
+	}
+	if _, err := mail.ParseAddress(addr); err != nil {
+		return paramErr("The %s address is not a valid e-mail address.", what)
+	}
+	return nil
+}
+
+// SetSMTP creates or replaces the SMTP server def.Identifier. Password and
+// PrivateKeyPassword equal to [Censored] keep the stored values; "" clears
+// them.
+func (s *Service) SetSMTP(ctx context.Context, def SMTPServer) error {
+	if err := normalizeSMTP(&def); err != nil {
+		return err
+	}
+	id := def.Identifier
+	pw, err := s.sealIfNew(def.Password, smtpBucket, id, "password")
+	if err != nil {
+		return err
+	}
+	kpw, err := s.sealIfNew(def.PrivateKeyPassword, smtpBucket, id, "private_key_password")
+	if err != nil {
+		return err
+	}
+	err = s.st.Update(ctx, func(tx store.Tx) error {
+		b := tx.Bucket(smtpBucket)
+		var old smtpRecord
+		if err := store.GetJSON(b, []byte(id), &old); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		rec := smtpRecord{
+			Identifier: id, Server: def.Server, Port: def.Port, Username: def.Username,
+			Sender: def.Sender, TLS: def.TLS, ImplicitTLS: def.ImplicitTLS, Timeout: def.Timeout,
+			Description: def.Description, EnqueueJob: def.EnqueueJob, SMIME: def.SMIME,
+			DontSendOnError: def.DontSendOnError, PrivateKey: def.PrivateKey, Certificate: def.Certificate,
+			Password:           keepOrNew(def.Password, pw, old.Password),
+			PrivateKeyPassword: keepOrNew(def.PrivateKeyPassword, kpw, old.PrivateKeyPassword),
+		}
+		rev, err := store.BumpConfigRevision(tx)
+		if err != nil {
+			return err
+		}
+		rec.Schema, rec.Rev = schema, rev
+		return store.PutJSON(b, []byte(id), rec)
+	})
+	if err != nil {
+		return fmt.Errorf("smtp server %s: %w", id, err)
+	}
+	return nil
+}
+
+// sealIfNew seals a new secret value; "" and Censored give nil.
+func (s *Service) sealIfNew(v, bucket, key, field string) ([]byte, error) {
+	if v == "" || v == Censored {
+		return nil, nil
+	}
+	return s.seal(v, bucket, key, field)
+}
+
+// keepOrNew picks the stored sealed value for Censored, nothing for "",
+// and the new sealed value otherwise.
+func keepOrNew(v string, sealed, stored []byte) []byte {
+	switch v {
+	case Censored:
+		return stored
+	case "":
+		return nil
+	}
+	return sealed
+}
+
+func censor(sealed []byte) string {
+	if sealed == nil {
+		return ""
+	}
+	return Censored
+}
+
+func (r smtpRecord) def() SMTPServer {
+	return SMTPServer{
+		Identifier: r.Identifier, Server: r.Server, Port: r.Port, Username: r.Username,
+		Password: censor(r.Password), Sender: r.Sender, TLS: r.TLS, ImplicitTLS: r.ImplicitTLS,
+		Timeout: r.Timeout, Description: r.Description, EnqueueJob: r.EnqueueJob, SMIME: r.SMIME,
+		DontSendOnError: r.DontSendOnError, PrivateKey: r.PrivateKey,
+		PrivateKeyPassword: censor(r.PrivateKeyPassword), Certificate: r.Certificate,
+	}
+}
+
+// SMTPServers returns every SMTP server definition, ordered by identifier,
+// with secrets censored.
+func (s *Service) SMTPServers(ctx context.Context) ([]SMTPServer, error) {
+	out := []SMTPServer{}
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		out = out[:0]
+		return tx.Bucket(smtpBucket).ForEach(nil, func(_, v []byte) error {
+			var rec smtpRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return err
+			}
+			out = append(out, rec.def())
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b SMTPServer) int { return strings.Compare(a.Identifier, b.Identifier) })
+	return out, nil
+}
+
+// DeleteSMTP removes the SMTP server id.
+func (s *Service) DeleteSMTP(ctx context.Context, id string) error {
+	return s.st.Update(ctx, func(tx store.Tx) error {
+		b := tx.Bucket(smtpBucket)
+		if b.Get([]byte(id)) == nil {
+			return ErrSMTPNotFound
+		}
+		if _, err := store.BumpConfigRevision(tx); err != nil {
+			return err
+		}
+		return b.Delete([]byte(id))
+	})
+}
+
+// smtpRecordOf reads a record; ErrSMTPNotFound when missing.
+func smtpRecordOf(tx store.Tx, id string) (smtpRecord, error) {
+	var rec smtpRecord
+	err := store.GetJSON(tx.Bucket(smtpBucket), []byte(id), &rec)
+	if errors.Is(err, store.ErrNotFound) {
+		return rec, ErrSMTPNotFound
+	}
+	return rec, err
+}
+
+// plainSMTP returns the stored definition id with its secrets opened.
+func (s *Service) plainSMTP(ctx context.Context, id string) (SMTPServer, error) {
+	var rec smtpRecord
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		rec, err = smtpRecordOf(tx, id)
+		return err
+	})
+	if err != nil {
+		return SMTPServer{}, err
+	}
+	d := rec.def()
+	if d.Password, err = s.open(rec.Password, smtpBucket, id, "password"); err != nil {
+		return SMTPServer{}, err
+	}
+	if d.PrivateKeyPassword, err = s.open(rec.PrivateKeyPassword, smtpBucket, id, "private_key_password"); err != nil {
+		return SMTPServer{}, err
+	}
+	return d, nil
+}
+
+// SendMail sends m through the stored SMTP server id.
+func (s *Service) SendMail(ctx context.Context, id string, m Mail) error {
+	d, err := s.plainSMTP(ctx, id)
+	if err != nil {
+		return err
+	}
+	return s.deliver(ctx, d, m)
+}
+
+// Test mail texts.
+const (
+	testMailSubject = "Test Email from authsrv"
+	testMailBody    = "This is a test email from authsrv. The configuration %s is working."
+)
+
+// SendTestMail sends a test mail to recipient through the inline
+// definition def, which is not stored. A [Censored] password (or private
+// key password) takes the stored value of def.Identifier.
+func (s *Service) SendTestMail(ctx context.Context, def SMTPServer, recipient string) error {
+	if strings.TrimSpace(recipient) == "" {
+		return apierr.MissingParameter("recipient")
+	}
+	if err := normalizeSMTP(&def); err != nil {
+		return err
+	}
+	if def.Password == Censored || def.PrivateKeyPassword == Censored {
+		stored, err := s.plainSMTP(ctx, def.Identifier)
+		if err != nil && !errors.Is(err, ErrSMTPNotFound) {
+			return err
+		}
+		if def.Password == Censored {
+			def.Password = stored.Password
+		}
+		if def.PrivateKeyPassword == Censored {
+			def.PrivateKeyPassword = stored.PrivateKeyPassword
+		}
+	}
+	return s.deliver(ctx, def, Mail{
+		To:      []string{recipient},
+		Subject: testMailSubject,
+		Body:    fmt.Sprintf(testMailBody, def.Identifier),
+	})
+}

@@ -1,0 +1,325 @@
+package server
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/notify"
+)
+
+// --- SMTP servers ---
+
+func smtpJSON(d notify.SMTPServer) map[string]any {
+	return map[string]any{
+		"identifier": d.Identifier, "server": d.Server, "port": d.Port, "username": d.Username,
+		"password": d.Password, "sender": d.Sender, "tls": d.TLS, "implicit_tls": d.ImplicitTLS,
+		"timeout": d.Timeout, "description": d.Description, "enqueue_job": d.EnqueueJob,
+		"smime": d.SMIME, "dont_send_on_error": d.DontSendOnError, "private_key": d.PrivateKey,
+		"private_key_password": d.PrivateKeyPassword, "certificate": d.Certificate,
+	}
+}
+
+// smtpParams reads an SMTP server definition from the request.
+func (c *call) smtpParams(id string) (notify.SMTPServer, error) {
+	d := notify.SMTPServer{Identifier: id}
+	var err error
+	str := func(dst *string, key string) {
+		if err == nil {
+			*dst, err = c.p.str(key)
+		}
+	}
+	boolean := func(dst *bool, key string) {
+		if err == nil {
+			*dst, err = c.p.boolean(key)
+		}
+	}
+	integer := func(dst *int, key string, def int) {
+		if err == nil {
+			*dst, err = c.p.integer(key, def)
+		}
+	}
+	str(&d.Server, "server")
+	integer(&d.Port, "port", 25)
+	str(&d.Username, "username")
+	str(&d.Password, "password")
+	str(&d.Sender, "sender")
+	boolean(&d.TLS, "tls")
+	boolean(&d.ImplicitTLS, "implicit_tls")
+	integer(&d.Timeout, "timeout", 10)
+	str(&d.Description, "description")
+	boolean(&d.EnqueueJob, "enqueue_job")
+	boolean(&d.SMIME, "smime")
+	boolean(&d.DontSendOnError, "dont_send_on_error")
+	str(&d.PrivateKey, "private_key")
+	str(&d.PrivateKeyPassword, "private_key_password")
+	str(&d.Certificate, "certificate")
+	return d, err
+}
+
+// postSMTPServer is POST /smtpserver/{identifier}; POST
+// /smtpserver/send_test_email shares the route.
+func postSMTPServer(c *call) (answer, error) {
+	id, err := c.p.required("smtpid")
+	if err != nil {
+		return answer{}, err
+	}
+	if id == "send_test_email" {
+		return sendTestEmail(c)
+	}
+	d, err := c.smtpParams(id)
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{value: true}, c.a.s.Notify().SetSMTP(c.ctx, d)
+}
+
+// sendTestEmail sends the test mail with an inline definition: value true,
+// or false with the reason in detail.message.
+func sendTestEmail(c *call) (answer, error) {
+	// The path segment is "smtpid"; the definition names itself in the
+	// body's "identifier".
+	id, err := c.p.required("identifier")
+	if err != nil {
+		return answer{}, err
+	}
+	recipient, err := c.p.required("recipient")
+	if err != nil {
+		return answer{}, err
+	}
+	d, err := c.smtpParams(id)
+	if err != nil {
+		return answer{}, err
+	}
+	if d.Server == "" {
+		return answer{}, apierr.MissingParameter("server")
+	}
+	if err := c.a.s.Notify().SendTestMail(c.ctx, d, recipient); err != nil {
+		// A delivery failure is an answer (false, with the short reason);
+		// bad input is an error.
+		if ae, ok := errors.AsType[*apierr.Error](err); ok && errors.Is(err, notify.ErrSendFailed) {
+			return answer{value: false, detail: map[string]any{"message": ae.Error()}}, nil
+		}
+		return answer{}, err
+	}
+	return answer{value: true, detail: map[string]any{"message": "The test email was sent."}}, nil
+}
+
+// getSMTPServers is GET /smtpserver/: a list of definitions (censored).
+func getSMTPServers(c *call) (answer, error) {
+	list, err := c.a.s.Notify().SMTPServers(c.ctx)
+	if err != nil {
+		return answer{}, err
+	}
+	out := []any{}
+	for _, d := range list {
+		out = append(out, smtpJSON(d))
+	}
+	return answer{value: out}, nil
+}
+
+// deleteSMTPServer is DELETE /smtpserver/{identifier}.
+func deleteSMTPServer(c *call) (answer, error) {
+	id, err := c.p.required("smtpid")
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{value: true}, c.a.s.Notify().DeleteSMTP(c.ctx, id)
+}
+
+// --- SMS gateways ---
+
+func gatewayJSON(g notify.Gateway) map[string]any {
+	return map[string]any{
+		"id": g.ID, "name": g.Name, "providermodule": g.Module, "module": g.Module, "description": g.Description,
+		"options": nonNilMap(g.Options), "headers": nonNilMap(g.Headers),
+		"secret_options": nonNil(g.SecretOptions), "secret_headers": nonNil(g.SecretHeaders),
+	}
+}
+
+func nonNilMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// postSMSGateway is POST /smsgateway: creates or replaces a definition and
+// returns its id.
+func postSMSGateway(c *call) (answer, error) {
+	var g notify.Gateway
+	var err error
+	if g.Name, err = c.p.required("name"); err != nil {
+		return answer{}, err
+	}
+	if g.Module, err = c.p.required("module"); err != nil {
+		return answer{}, err
+	}
+	if g.Description, err = c.p.str("description"); err != nil {
+		return answer{}, err
+	}
+	g.Options, g.Headers = map[string]string{}, map[string]string{}
+	for _, k := range c.p.keys() {
+		v, err := c.p.str(k)
+		if err != nil {
+			return answer{}, err
+		}
+		switch {
+		case strings.HasPrefix(k, "secret.option."):
+			g.Options[k[len("secret.option."):]] = v
+			g.SecretOptions = append(g.SecretOptions, k[len("secret.option."):])
+		case strings.HasPrefix(k, "secret.header."):
+			g.Headers[k[len("secret.header."):]] = v
+			g.SecretHeaders = append(g.SecretHeaders, k[len("secret.header."):])
+		case strings.HasPrefix(k, "option."):
+			g.Options[k[len("option."):]] = v
+		case strings.HasPrefix(k, "options."):
+			g.Options[k[len("options."):]] = v
+		case strings.HasPrefix(k, "header."):
+			g.Headers[k[len("header."):]] = v
+		}
+	}
+	id, err := c.a.s.Notify().SetGateway(c.ctx, g)
+	return answer{value: id}, err
+}
+
+// getSMSGateways serves GET /smsgateway/, /smsgateway/{gwid} and
+// /smsgateway/providers.
+func getSMSGateways(c *call) (answer, error) {
+	sel, _ := c.p.str("gwid")
+	if sel == "providers" {
+		return answer{value: notify.Providers()}, nil
+	}
+	id := 0
+	if sel != "" {
+		n, err := strconv.Atoi(sel)
+		if err != nil || n <= 0 {
+			return answer{}, apierr.New(apierr.Parameter, "The gateway id must be a positive integer.")
+		}
+		id = n
+	}
+	list, err := c.a.s.Notify().Gateways(c.ctx, id)
+	if err != nil {
+		return answer{}, err
+	}
+	out := []any{}
+	for _, g := range list {
+		out = append(out, gatewayJSON(g))
+	}
+	return answer{value: out}, nil
+}
+
+// deleteSMSGateway serves DELETE /smsgateway/{identifier} and DELETE
+// /smsgateway/option/{gwid}/{key}.
+func deleteSMSGateway(c *call) (answer, error) {
+	first, _ := c.p.str("identifier")
+	if first == "option" && c.p.has("gwid") {
+		gw, _ := c.p.str("gwid")
+		key, _ := c.p.str("key")
+		n, err := strconv.Atoi(gw)
+		if err != nil || n <= 0 {
+			return answer{}, apierr.New(apierr.Parameter, "The gateway id must be a positive integer.")
+		}
+		id, err := c.a.s.Notify().DeleteGatewayOption(c.ctx, n, key)
+		return answer{value: id}, err
+	}
+	if c.p.has("gwid") {
+		return answer{}, apierr.New(apierr.ResourceNotFound, "The requested URL was not found on the server.")
+	}
+	id, err := c.a.s.Notify().DeleteGateway(c.ctx, first)
+	return answer{value: id}, err
+}
+
+// --- RADIUS servers ---
+
+func radiusJSON(d notify.RadiusServer) map[string]any {
+	m := map[string]any{
+		"identifier": d.Identifier, "server": d.Server, "port": d.Port, "secret": d.Secret,
+		"retries": d.Retries, "timeout": d.Timeout, "dictionary": d.Dictionary, "description": d.Description,
+	}
+	if d.Options != nil {
+		m["options"] = d.Options
+	}
+	return m
+}
+
+// postRadiusServer is POST /radiusserver/{identifier}; POST
+// /radiusserver/test_request shares the route.
+func postRadiusServer(c *call) (answer, error) {
+	id, err := c.p.required("radiusid")
+	if err != nil {
+		return answer{}, err
+	}
+	if id == "test_request" {
+		return radiusTest(c)
+	}
+	d := notify.RadiusServer{Identifier: id}
+	if d.Server, err = c.p.str("server"); err != nil {
+		return answer{}, err
+	}
+	if d.Secret, err = c.p.str("secret"); err != nil {
+		return answer{}, err
+	}
+	if d.Port, err = c.p.integer("port", 1812); err != nil {
+		return answer{}, err
+	}
+	if d.Retries, err = c.p.integer("retries", 3); err != nil {
+		return answer{}, err
+	}
+	if d.Timeout, err = c.p.integer("timeout", 5); err != nil {
+		return answer{}, err
+	}
+	if d.Dictionary, err = c.p.str("dictionary"); err != nil {
+		return answer{}, err
+	}
+	if d.Description, err = c.p.str("description"); err != nil {
+		return answer{}, err
+	}
+	if raw, ok := c.p.raw("options"); ok {
+		if m, isMap := raw.(map[string]any); isMap {
+			d.Options = m
+		}
+	}
+	return answer{value: true}, c.a.s.Notify().SetRadius(c.ctx, d)
+}
+
+// radiusTest is POST /radiusserver/test_request: true iff Access-Accept.
+func radiusTest(c *call) (answer, error) {
+	id, err := c.p.required("identifier")
+	if err != nil {
+		return answer{}, err
+	}
+	user, err := c.p.required("username")
+	if err != nil {
+		return answer{}, err
+	}
+	pw, err := c.p.required("password")
+	if err != nil {
+		return answer{}, err
+	}
+	ok, err := c.a.s.Notify().TestRadius(c.ctx, id, user, pw)
+	return answer{value: ok}, err
+}
+
+// getRadiusServers is GET /radiusserver/: a list (secrets censored).
+func getRadiusServers(c *call) (answer, error) {
+	list, err := c.a.s.Notify().RadiusServers(c.ctx)
+	if err != nil {
+		return answer{}, err
+	}
+	out := []any{}
+	for _, d := range list {
+		out = append(out, radiusJSON(d))
+	}
+	return answer{value: out}, nil
+}
+
+// deleteRadiusServer is DELETE /radiusserver/{identifier}.
+func deleteRadiusServer(c *call) (answer, error) {
+	id, err := c.p.required("radiusid")
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{value: true}, c.a.s.Notify().DeleteRadius(c.ctx, id)
+}
