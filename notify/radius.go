@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -177,37 +176,12 @@ func (r radiusRecord) def() RadiusServer {
 // RadiusServers returns every RADIUS server definition, ordered by
 // identifier, with secrets censored.
 func (s *Service) RadiusServers(ctx context.Context) ([]RadiusServer, error) {
-	out := []RadiusServer{}
-	err := s.st.View(ctx, func(tx store.Tx) error {
-		out = out[:0]
-		return tx.Bucket(radiusBucket).ForEach(nil, func(_, v []byte) error {
-			var rec radiusRecord
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return err
-			}
-			out = append(out, rec.def())
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(out, func(a, b RadiusServer) int { return strings.Compare(a.Identifier, b.Identifier) })
-	return out, nil
+	return listDefs(ctx, s.st, radiusBucket, radiusRecord.def, func(d RadiusServer) string { return d.Identifier })
 }
 
 // DeleteRadius removes the RADIUS server id.
 func (s *Service) DeleteRadius(ctx context.Context, id string) error {
-	return s.st.Update(ctx, func(tx store.Tx) error {
-		b := tx.Bucket(radiusBucket)
-		if b.Get([]byte(id)) == nil {
-			return ErrRadiusNotFound
-		}
-		if _, err := store.BumpConfigRevision(tx); err != nil {
-			return err
-		}
-		return b.Delete([]byte(id))
-	})
+	return deleteDef(ctx, s.st, radiusBucket, id, ErrRadiusNotFound)
 }
 
 // RadiusAuth sends one Access-Request for user and password (and the State

@@ -1,10 +1,13 @@
 package notify
 
 import (
+	"context"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -183,4 +186,40 @@ func timeoutSeconds(name string, v, def int) (int, error) {
 		return 0, paramErr("%s must be between 1 and 60 seconds.", name)
 	}
 	return v, nil
+}
+
+// listDefs decodes every record of bucket, converts each with def and
+// returns them ordered by id.
+func listDefs[R any, D any](ctx context.Context, st store.Store, bucket string, def func(R) D, id func(D) string) ([]D, error) {
+	out := []D{}
+	err := st.View(ctx, func(tx store.Tx) error {
+		out = out[:0]
+		return tx.Bucket(bucket).ForEach(nil, func(_, v []byte) error {
+			var rec R
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return err
+			}
+			out = append(out, def(rec))
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b D) int { return strings.Compare(id(a), id(b)) })
+	return out, nil
+}
+
+// deleteDef removes the record id of bucket, or answers notFound.
+func deleteDef(ctx context.Context, st store.Store, bucket, id string, notFound error) error {
+	return st.Update(ctx, func(tx store.Tx) error {
+		b := tx.Bucket(bucket)
+		if b.Get([]byte(id)) == nil {
+			return notFound
+		}
+		if _, err := store.BumpConfigRevision(tx); err != nil {
+			return err
+		}
+		return b.Delete([]byte(id))
+	})
 }

@@ -2,11 +2,9 @@ package notify
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/mail"
-	"slices"
 	"strings"
 
 	"github.com/authsrv/authsrv/apierr"
@@ -232,37 +230,12 @@ func (r smtpRecord) def() SMTPServer {
 // SMTPServers returns every SMTP server definition, ordered by identifier,
 // with secrets censored.
 func (s *Service) SMTPServers(ctx context.Context) ([]SMTPServer, error) {
-	out := []SMTPServer{}
-	err := s.st.View(ctx, func(tx store.Tx) error {
-		out = out[:0]
-		return tx.Bucket(smtpBucket).ForEach(nil, func(_, v []byte) error {
-			var rec smtpRecord
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return err
-			}
-			out = append(out, rec.def())
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(out, func(a, b SMTPServer) int { return strings.Compare(a.Identifier, b.Identifier) })
-	return out, nil
+	return listDefs(ctx, s.st, smtpBucket, smtpRecord.def, func(d SMTPServer) string { return d.Identifier })
 }
 
 // DeleteSMTP removes the SMTP server id.
 func (s *Service) DeleteSMTP(ctx context.Context, id string) error {
-	return s.st.Update(ctx, func(tx store.Tx) error {
-		b := tx.Bucket(smtpBucket)
-		if b.Get([]byte(id)) == nil {
-			return ErrSMTPNotFound
-		}
-		if _, err := store.BumpConfigRevision(tx); err != nil {
-			return err
-		}
-		return b.Delete([]byte(id))
-	})
+	return deleteDef(ctx, s.st, smtpBucket, id, ErrSMTPNotFound)
 }
 
 // smtpRecordOf reads a record; ErrSMTPNotFound when missing.
