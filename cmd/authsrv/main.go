@@ -235,14 +235,17 @@ func (e *env) serve(args []string) error {
 	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	ctl, err := server.ListenControl(c.dataDir)
-	if err != nil {
-		return err
+	// The control socket lets "admin" and "backup" reach this server. Without
+	// it (a data directory path too long for a Unix socket, say) the server
+	// still runs; those commands then need it stopped.
+	if ctl, err := server.ListenControl(c.dataDir); err != nil {
+		log.Warn().Err(err).Msg("no control socket: admin and backup commands need the server stopped")
+	} else {
+		ctlSrv := server.HTTPServer("", server.Control(s))
+		ctlSrv.WriteTimeout = 0 // backups stream for as long as they take
+		go func() { _ = ctlSrv.Serve(ctl) }()
+		defer func() { _ = ctlSrv.Close(); _ = os.Remove(filepath.Join(c.dataDir, server.ControlSocket)) }()
 	}
-	ctlSrv := server.HTTPServer("", server.Control(s))
-	ctlSrv.WriteTimeout = 0 // backups stream for as long as they take
-	go func() { _ = ctlSrv.Serve(ctl) }()
-	defer func() { _ = ctlSrv.Close(); _ = os.Remove(filepath.Join(c.dataDir, server.ControlSocket)) }()
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
