@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -44,9 +42,7 @@ type RadiusServer struct {
 
 	bin string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
+	proc
 }
 
 // FreeRADIUS starts Debian's FreeRADIUS 3 on a free UDP port of 127.0.0.1,
@@ -78,6 +74,7 @@ func FreeRADIUS(tb testing.TB, users map[string]string) *RadiusServer {
 	secret := make([]byte, 16)
 	_, _ = rand.Read(secret)
 	s := &RadiusServer{
+		proc:   proc{name: "FreeRADIUS"},
 		Port:   freeUDPPort(tb),
 		Secret: []byte(hex.EncodeToString(secret)),
 		Dir:    dir,
@@ -297,41 +294,10 @@ func (s *RadiusServer) Stop(tb testing.TB) {
 	}
 }
 
-func (s *RadiusServer) stop() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return nil
-	}
-	cmd, done := s.cmd, s.done
-	s.cmd, s.done = nil, nil
-	// SIGKILL: a server that vanishes is what the tests simulate.
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	select {
-	case <-done:
-		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("FreeRADIUS (pid %d) did not exit", cmd.Process.Pid)
-	}
-}
-
-// Running reports whether FreeRADIUS is running.
-func (s *RadiusServer) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cmd != nil
-}
-
 // Log returns FreeRADIUS's log so far (one line per authentication).
 func (s *RadiusServer) Log() string {
 	b, _ := os.ReadFile(filepath.Join(s.Dir, "radius.log"))
 	return string(b)
 }
 
-func (s *RadiusServer) logTail() string {
-	b := s.Log()
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return b
-}
+func (s *RadiusServer) logTail() string { return fileTail(filepath.Join(s.Dir, "radius.log")) }

@@ -20,8 +20,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -76,9 +74,7 @@ type SlapdServer struct {
 	conf  string
 	hosts string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
+	proc
 }
 
 // Slapd starts Debian's slapd on 127.0.0.1 on free ports, with its own
@@ -103,6 +99,7 @@ func Slapd(tb testing.TB, opts ...SlapdOption) *SlapdServer {
 	}
 	dir := tb.TempDir()
 	s := &SlapdServer{
+		proc:   proc{name: "slapd"},
 		Port:   FreePort(tb),
 		BaseDN: "dc=example,dc=org",
 		BindDN: "cn=admin,dc=example,dc=org",
@@ -219,39 +216,7 @@ func (s *SlapdServer) Stop(tb testing.TB) {
 	}
 }
 
-func (s *SlapdServer) stop() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return nil
-	}
-	cmd, done := s.cmd, s.done
-	s.cmd, s.done = nil, nil
-	// SIGKILL: a server that vanishes is what the tests simulate, and
-	// slapd's orderly shutdown takes up to a second. LMDB survives it.
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	select {
-	case <-done:
-		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("slapd (pid %d) did not exit", cmd.Process.Pid)
-	}
-}
-
-// Running reports whether slapd is running.
-func (s *SlapdServer) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cmd != nil
-}
-
-func (s *SlapdServer) logTail() string {
-	b, _ := os.ReadFile(filepath.Join(s.Dir, "slapd.log"))
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(b)
-}
+func (s *SlapdServer) logTail() string { return fileTail(filepath.Join(s.Dir, "slapd.log")) }
 
 // Conn returns a connection bound as the rootdn; the test closes it (it is
 // also closed when the test ends).

@@ -1,0 +1,56 @@
+package testsvc
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// proc is a service process a test started: the command and a channel
+// closed when it has exited. The services embed it.
+type proc struct {
+	name string // for messages: "slapd", "FreeRADIUS"
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+}
+
+// stop kills the process it started (by its pid) and waits until it has
+// exited, so its ports are closed. SIGKILL: a server that vanishes is what
+// the tests simulate.
+func (p *proc) stop() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return nil
+	}
+	cmd, done := p.cmd, p.done
+	p.cmd, p.done = nil, nil
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("%s (pid %d) did not exit", p.name, cmd.Process.Pid)
+	}
+}
+
+// Running reports whether the service runs.
+func (p *proc) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil
+}
+
+// fileTail returns the last 2000 bytes of a log file.
+func fileTail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
