@@ -81,18 +81,8 @@ func normalizeRadius(d *RadiusServer) error {
 	if err := validIdentifier("RADIUS server", d.Identifier); err != nil {
 		return err
 	}
-	d.Server = strings.TrimSpace(d.Server)
-	if d.Server == "" {
-		return apierr.MissingParameter("server")
-	}
-	if !validHost(d.Server) {
-		return paramErr("The server must be a host name or an IP address.")
-	}
-	if d.Port == 0 {
-		d.Port = defaultRadiusPort
-	}
-	if d.Port < 1 || d.Port > 65535 {
-		return paramErr("The port must be between 1 and 65535.")
+	if err := hostPort(&d.Server, &d.Port, defaultRadiusPort); err != nil {
+		return err
 	}
 	switch {
 	case d.Retries == 0:

@@ -223,3 +223,21 @@ func deleteDef(ctx context.Context, st store.Store, bucket, id string, notFound 
 		return b.Delete([]byte(id))
 	})
 }
+
+// hostPort trims and checks a server's host and port (def when 0).
+func hostPort(server *string, port *int, def int) error {
+	*server = strings.TrimSpace(*server)
+	if *server == "" {
+		return apierr.MissingParameter("server")
+	}
+	if !validHost(*server) {
+		return paramErr("The server must be a host name or an IP address.")
+	}
+	if *port == 0 {
+		*port = def
+	}
+	if *port < 1 || *port > 65535 {
+		return paramErr("The port must be between 1 and 65535.")
+	}
+	return nil
+}

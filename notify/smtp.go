@@ -100,18 +100,8 @@ func normalizeSMTP(d *SMTPServer) error {
 	if err := validIdentifier("SMTP server", d.Identifier); err != nil {
 		return err
 	}
-	d.Server = strings.TrimSpace(d.Server)
-	if d.Server == "" {
-		return apierr.MissingParameter("server")
-	}
-	if !validHost(d.Server) {
-		return paramErr("The server must be a host name or an IP address.")
-	}
-	if d.Port == 0 {
-		d.Port = defaultSMTPPort
-	}
-	if d.Port < 1 || d.Port > 65535 {
-		return paramErr("The port must be between 1 and 65535.")
+	if err := hostPort(&d.Server, &d.Port, defaultSMTPPort); err != nil {
+		return err
 	}
 	t, err := timeoutSeconds("The timeout", d.Timeout, defaultSMTPTimeout)
 	if err != nil {
