@@ -182,6 +182,19 @@ type Type struct {
 	CacheTimeout func(cfg Config) time.Duration
 }
 
+// Constructor adapts a store's typed constructor to Type.New, so that a
+// failed construction returns a nil Resolver rather than an interface
+// holding a nil store.
+func Constructor[T Resolver](f func(context.Context, Config, Env) (T, error)) func(context.Context, Config, Env) (Resolver, error) {
+	return func(ctx context.Context, cfg Config, env Env) (Resolver, error) {
+		s, err := f(ctx, cfg, env)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
 // Registry maps type names to types. The root package builds it; a Go
 // program may add its own types.
 type Registry map[string]Type

@@ -1,7 +1,6 @@
 package ldap
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -44,16 +43,10 @@ var defaultObjectClasses = []string{"top", "person", "organizationalPerson", "in
 // Type returns the ldapresolver type for the resolver registry.
 func Type() resolver.Type {
 	return resolver.Type{
-		Name:     TypeName,
-		Params:   params(),
-		Validate: Validate,
-		New: func(ctx context.Context, cfg resolver.Config, env resolver.Env) (resolver.Resolver, error) {
-			s, err := New(ctx, cfg, env)
-			if err != nil {
-				return nil, err
-			}
-			return s, nil
-		},
+		Name:         TypeName,
+		Params:       params(),
+		Validate:     Validate,
+		New:          resolver.Constructor(New),
 		Editable:     editable,
 		CacheTimeout: cacheTimeout,
 	}

@@ -1,7 +1,6 @@
 package sql
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -49,16 +48,10 @@ var hashTypes = []string{"SSHA256", "SSHA", "SSHA512", "SHA", "PHPASS", "OTRS", 
 // Type returns the sqlresolver type for the resolver registry.
 func Type() resolver.Type {
 	return resolver.Type{
-		Name:     TypeName,
-		Params:   params(),
-		Validate: Validate,
-		New: func(ctx context.Context, cfg resolver.Config, env resolver.Env) (resolver.Resolver, error) {
-			s, err := New(ctx, cfg, env)
-			if err != nil {
-				return nil, err
-			}
-			return s, nil
-		},
+		Name:         TypeName,
+		Params:       params(),
+		Validate:     Validate,
+		New:          resolver.Constructor(New),
 		Editable:     editable,
 		CacheTimeout: cacheTimeout,
 	}
