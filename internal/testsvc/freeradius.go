@@ -250,18 +250,8 @@ func (s *RadiusServer) Start(tb testing.TB) {
 	// server's and we can stop exactly that process; -l stdout sends the
 	// log to our file.
 	cmd := exec.Command(s.bin, "-f", "-l", "stdout", "-d", s.Dir, "-D", radiusDictDir)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		_ = logf.Close()
-		tb.Fatalf("start FreeRADIUS: %v", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		_ = logf.Close()
-		close(done)
-	}()
-	s.cmd, s.done = cmd, done
+	s.launch(tb, cmd, logf)
+	done := s.done
 
 	// UDP cannot be probed with a connect; FreeRADIUS logs this line once
 	// its sockets are open.

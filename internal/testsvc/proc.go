@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -17,6 +18,25 @@ type proc struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has exited
+}
+
+// launch starts cmd with its output going to logf (closed when the
+// process exits) and records it as the running process. The caller holds
+// p.mu.
+func (p *proc) launch(tb testing.TB, cmd *exec.Cmd, logf *os.File) {
+	tb.Helper()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		tb.Fatalf("start %s: %v", p.name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		_ = logf.Close()
+		close(done)
+	}()
+	p.cmd, p.done = cmd, done
 }
 
 // stop kills the process it started (by its pid) and waits until it has

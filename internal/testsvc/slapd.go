@@ -166,18 +166,8 @@ func (s *SlapdServer) Start(tb testing.TB) {
 	// -d keeps slapd in the foreground, so the pid we start is slapd's
 	// and we can stop exactly that process.
 	cmd := exec.Command(s.bin, "-f", s.conf, "-h", s.hosts, "-d", "0")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		_ = logf.Close()
-		tb.Fatalf("start slapd: %v", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		_ = logf.Close()
-		close(done)
-	}()
-	s.cmd, s.done = cmd, done
+	s.launch(tb, cmd, logf)
+	done := s.done
 
 	ports := []int{s.Port}
 	if s.TLSPort != 0 {
