@@ -1,0 +1,507 @@
+package token
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/internal/otp"
+	"github.com/authsrv/authsrv/store"
+	"github.com/authsrv/authsrv/user"
+)
+
+// ErrAssigned is privacyIDEA's 1103 for a token that already has an owner.
+func ErrAssigned(owner *user.User, forUser bool) error {
+	if forUser {
+		return apierr.New(apierr.TokenAdmin, "Token already assigned to another user.").WithNumber(1103)
+	}
+	return apierr.New(apierr.TokenAdmin, "Token already assigned to user "+owner.String()).WithNumber(1103)
+}
+
+// Assign gives a token to a user. The token joins the user's realm, its
+// fail counter is reset, and the PIN is set when pin is not nil. An owned
+// token is refused with ErrAssigned.
+func (s *Service) Assign(ctx context.Context, serial string, owner user.User, pin *string, encryptPIN, forUser bool) error {
+	var t0 *Token
+	var err error
+	if t0, err = s.Get(ctx, serial); err != nil {
+		return err
+	}
+	var pinHash string
+	var pinSealed []byte
+	if pin != nil {
+		probe := &Token{Serial: t0.Serial}
+		if err := s.setPIN(ctx, probe, *pin, encryptPIN); err != nil {
+			return err
+		}
+		pinHash, pinSealed = probe.PIN, probe.PINSealed
+	}
+	_, err = s.Update(ctx, serial, false, func(t *Token) error {
+		if t.Assigned() {
+			return ErrAssigned(t.Owner, forUser)
+		}
+		o := owner
+		t.Owner = &o
+		t.Realms = normRealms(append(t.Realms, owner.Realm))
+		t.FailCount = 0
+		delete(t.Info, InfoFailcounterExceed)
+		if pin != nil {
+			t.PIN, t.PINSealed = pinHash, pinSealed
+		}
+		return nil
+	})
+	return err
+}
+
+// Unassign removes the owner, the PIN and the fail count of a token; the
+// token keeps its realms.
+func (s *Service) Unassign(ctx context.Context, serial string) error {
+	_, err := s.Update(ctx, serial, false, func(t *Token) error {
+		t.Owner = nil
+		t.PIN, t.PINSealed = "", nil
+		t.FailCount = 0
+		delete(t.Info, InfoFailcounterExceed)
+		return nil
+	})
+	return err
+}
+
+// SetActive enables or disables a token; it reports whether the state
+// changed.
+func (s *Service) SetActive(ctx context.Context, serial string, active bool) (bool, error) {
+	changed := false
+	_, err := s.Update(ctx, serial, false, func(t *Token) error {
+		changed = t.Active != active
+		t.Active = active
+		return nil
+	})
+	return changed, err
+}
+
+// Delete removes a token with its indexes and challenges.
+func (s *Service) Delete(ctx context.Context, serial string) error {
+	return s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		t, err := load(tx, serial)
+		if err != nil {
+			return err
+		}
+		if t == nil {
+			return NotFound(serial)
+		}
+		return remove(tx, t)
+	})
+}
+
+// Reset sets the fail counter to 0; it reports whether it was not 0.
+func (s *Service) Reset(ctx context.Context, serial string) (bool, error) {
+	changed := false
+	_, err := s.Update(ctx, serial, false, func(t *Token) error {
+		changed = t.FailCount != 0
+		t.FailCount = 0
+		delete(t.Info, InfoFailcounterExceed)
+		return nil
+	})
+	return changed, err
+}
+
+// Revoke revokes a token: revoked, locked, disabled for good.
+func (s *Service) Revoke(ctx context.Context, serial string) error {
+	_, err := s.Update(ctx, serial, false, func(t *Token) error {
+		t.Revoked, t.Locked, t.Active = true, true, false
+		return nil
+	})
+	return err
+}
+
+// SetPIN sets the token PIN (hashed; encrypted with encrypt).
+func (s *Service) SetPIN(ctx context.Context, serial, pin string, encrypt bool) error {
+	t0, err := s.Get(ctx, serial)
+	if err != nil {
+		return err
+	}
+	probe := &Token{Serial: t0.Serial}
+	if err := s.setPIN(ctx, probe, pin, encrypt); err != nil {
+		return err
+	}
+	_, err = s.Update(ctx, serial, false, func(t *Token) error {
+		t.PIN, t.PINSealed = probe.PIN, probe.PINSealed
+		return nil
+	})
+	return err
+}
+
+// SetDescription sets the description.
+func (s *Service) SetDescription(ctx context.Context, serial, desc string) error {
+	if len(desc) > maxDescriptionLen {
+		return paramErr("description is too long (at most %d characters)", maxDescriptionLen)
+	}
+	_, err := s.Update(ctx, serial, false, func(t *Token) error { t.Description = desc; return nil })
+	return err
+}
+
+// Fields are the values /token/set changes (nil = unchanged).
+type Fields struct {
+	Description         *string
+	CountWindow         *int
+	SyncWindow          *int
+	HashLib             *string
+	MaxFail             *int
+	CountAuthMax        *int
+	CountAuthSuccessMax *int
+	ValidityStart       *string
+	ValidityEnd         *string
+}
+
+// ParseFields reads /token/set parameters; it returns the fields and how
+// many were given.
+func ParseFields(p Params) (Fields, int, error) {
+	var f Fields
+	n := 0
+	num := func(key string, lo, hi int, dst **int) error {
+		v, ok := p.Get(key)
+		if !ok {
+			return nil
+		}
+		x, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || x < lo || x > hi {
+			return paramErr("%s must be a number from %d to %d", key, lo, hi)
+		}
+		*dst = &x
+		n++
+		return nil
+	}
+	for _, c := range []struct {
+		key    string
+		lo, hi int
+		dst    **int
+	}{
+		{"count_window", 1, 1000, &f.CountWindow}, {"sync_window", 1, 100000, &f.SyncWindow},
+		{"max_failcount", 0, 1000000, &f.MaxFail}, {"count_auth_max", 0, 1 << 30, &f.CountAuthMax},
+		{"count_auth_success_max", 0, 1 << 30, &f.CountAuthSuccessMax},
+	} {
+		if err := num(c.key, c.lo, c.hi, c.dst); err != nil {
+			return f, 0, err
+		}
+	}
+	if v, ok := p.Get("description"); ok {
+		if len(v) > maxDescriptionLen {
+			return f, 0, paramErr("description is too long (at most %d characters)", maxDescriptionLen)
+		}
+		f.Description = &v
+		n++
+	}
+	if v, ok := p.Get("hashlib"); ok {
+		h, err := otp.ParseHash(v)
+		if err != nil {
+			return f, 0, paramErr("hashlib must be sha1, sha256 or sha512")
+		}
+		hs := string(h)
+		f.HashLib = &hs
+		n++
+	}
+	for _, c := range []struct {
+		key string
+		dst **string
+	}{{InfoValidityStart, &f.ValidityStart}, {InfoValidityEnd, &f.ValidityEnd}} {
+		if v, ok := p.Get(c.key); ok {
+			if v != "" {
+				tm, err := ParseValidity(v)
+				if err != nil {
+					return f, 0, err
+				}
+				v = FormatValidity(tm)
+			}
+			*c.dst = &v
+			n++
+		}
+	}
+	return f, n, nil
+}
+
+// SetFields applies /token/set fields.
+func (s *Service) SetFields(ctx context.Context, serial string, f Fields) error {
+	_, err := s.Update(ctx, serial, false, func(t *Token) error {
+		if f.Description != nil {
+			t.Description = *f.Description
+		}
+		if f.CountWindow != nil {
+			t.CountWindow = *f.CountWindow
+		}
+		if f.SyncWindow != nil {
+			t.SyncWindow = *f.SyncWindow
+		}
+		if f.MaxFail != nil {
+			t.MaxFail = *f.MaxFail
+		}
+		if f.HashLib != nil {
+			t.SetInfo(InfoHashlib, *f.HashLib)
+		}
+		setOrDelete := func(key string, v *string) {
+			if v == nil {
+				return
+			}
+			if *v == "" {
+				delete(t.Info, key)
+				return
+			}
+			t.SetInfo(key, *v)
+		}
+		if f.CountAuthMax != nil {
+			s := strconv.Itoa(*f.CountAuthMax)
+			setOrDelete(InfoCountAuthMax, &s)
+		}
+		if f.CountAuthSuccessMax != nil {
+			s := strconv.Itoa(*f.CountAuthSuccessMax)
+			setOrDelete(InfoCountAuthSuccMax, &s)
+		}
+		setOrDelete(InfoValidityStart, f.ValidityStart)
+		setOrDelete(InfoValidityEnd, f.ValidityEnd)
+		return nil
+	})
+	return err
+}
+
+// SetRealms replaces the token realms (the owner's realm stays).
+func (s *Service) SetRealms(ctx context.Context, serial string, realms []string) error {
+	if len(realms) > maxRealmsPerToken {
+		return paramErr("too many realms")
+	}
+	_, err := s.Update(ctx, serial, false, func(t *Token) error {
+		r := normRealms(realms)
+		if t.Owner != nil {
+			r = normRealms(append(r, t.Owner.Realm))
+		}
+		t.Realms = r
+		return nil
+	})
+	return err
+}
+
+// protectedInfo are tokeninfo keys /token/info may not change: they hold
+// the package's own state.
+var protectedInfo = map[string]bool{InfoCountAuth: true, InfoCountAuthSuccess: true}
+
+// SetInfo sets one tokeninfo value.
+func (s *Service) SetInfo(ctx context.Context, serial, key, value string) error {
+	if key == "" || len(key) > 255 || strings.ContainsAny(key, "\x00\r\n") {
+		return paramErr("invalid tokeninfo key")
+	}
+	if protectedInfo[key] || strings.HasPrefix(key, "tan.tan") {
+		return paramErr("the tokeninfo key %s cannot be set", key)
+	}
+	if len(value) > maxInfoValueLen {
+		return paramErr("the tokeninfo value is too long")
+	}
+	_, err := s.Update(ctx, serial, false, func(t *Token) error {
+		if _, ok := t.Info[key]; !ok && len(t.Info) >= maxInfoKeys {
+			return paramErr("too many tokeninfo entries")
+		}
+		t.SetInfo(key, value)
+		return nil
+	})
+	return err
+}
+
+// DeleteInfo removes one tokeninfo value.
+func (s *Service) DeleteInfo(ctx context.Context, serial, key string) error {
+	if protectedInfo[key] || strings.HasPrefix(key, "tan.tan") {
+		return paramErr("the tokeninfo key %s cannot be deleted", key)
+	}
+	_, err := s.Update(ctx, serial, false, func(t *Token) error { delete(t.Info, key); return nil })
+	return err
+}
+
+// Resync resynchronises a token's counter with two consecutive values.
+func (s *Service) Resync(ctx context.Context, serial, otp1, otp2 string) (bool, error) {
+	t, err := s.Get(ctx, serial)
+	if err != nil {
+		return false, err
+	}
+	if t.Locked {
+		return false, ErrLocked
+	}
+	typ, ok := s.cfg.Types.Get(t.Type)
+	if !ok {
+		return false, nil
+	}
+	r, ok := typ.(Resyncer)
+	if !ok {
+		return false, nil
+	}
+	apply, ok, err := r.Resync(ctx, s, t, otp1, otp2, s.cfg.Now())
+	if err != nil || !ok {
+		return false, err
+	}
+	var stale bool
+	_, err = s.Update(ctx, serial, false, func(t *Token) error {
+		stale = !apply(t)
+		if stale {
+			return ErrReplay
+		}
+		t.FailCount = 0
+		delete(t.Info, InfoFailcounterExceed)
+		return nil
+	})
+	if err == ErrReplay {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// CopyPIN copies the PIN of one token to another.
+func (s *Service) CopyPIN(ctx context.Context, from, to string) error {
+	src, err := s.Get(ctx, from)
+	if err != nil {
+		return err
+	}
+	pinSealed := []byte(nil)
+	if len(src.PINSealed) > 0 {
+		p, err := s.Secret(&Token{Serial: src.Serial, Sealed: map[string][]byte{"pin": src.PINSealed}}, "pin")
+		if err != nil {
+			return err
+		}
+		if pinSealed, err = s.seal(to, "pin", p); err != nil {
+			return err
+		}
+	}
+	_, err = s.Update(ctx, to, false, func(t *Token) error {
+		t.PIN, t.PINSealed = src.PIN, pinSealed
+		return nil
+	})
+	return err
+}
+
+// CopyUser copies the owner (and the owner's realm) of one token to
+// another.
+func (s *Service) CopyUser(ctx context.Context, from, to string) error {
+	src, err := s.Get(ctx, from)
+	if err != nil {
+		return err
+	}
+	if !src.Assigned() {
+		return apierr.New(apierr.TokenAdmin, "The source token has no user.").WithNumber(1016)
+	}
+	_, err = s.Update(ctx, to, false, func(t *Token) error {
+		o := *src.Owner
+		t.Owner = &o
+		t.Realms = normRealms(append(t.Realms, o.Realm))
+		return nil
+	})
+	return err
+}
+
+// LostOptions are the policy values of a lost token.
+type LostOptions struct {
+	PWLength   int           // losttoken_PW_length, default 16
+	PWContents string        // losttoken_PW_contents, default "8" (base58)
+	Valid      time.Duration // losttoken_valid, default 10 days
+}
+
+// LostResult is the value of /token/lost.
+type LostResult struct {
+	Serial   string
+	Password string
+	EndDate  string
+}
+
+// Lost creates a temporary pw token "lost<serial>" for the owner of a lost
+// token, copies the owner and the PIN, and disables the old token.
+func (s *Service) Lost(ctx context.Context, serial string, o LostOptions) (LostResult, error) {
+	old, err := s.Get(ctx, serial)
+	if err != nil {
+		return LostResult{}, err
+	}
+	if !old.Assigned() {
+		return LostResult{}, ErrLostUnassigned
+	}
+	if o.PWLength <= 0 {
+		o.PWLength = 16
+	}
+	if o.PWContents == "" {
+		o.PWContents = "8"
+	}
+	if o.Valid <= 0 {
+		o.Valid = 10 * 24 * time.Hour
+	}
+	pw, err := s.RandomString(o.PWLength, o.PWContents)
+	if err != nil {
+		return LostResult{}, paramErr("losttoken_PW_contents: %v", err)
+	}
+	end := FormatValidity(s.cfg.Now().Add(o.Valid))
+	newSerial := "lost" + serial
+	if len(newSerial) > maxSerialLen {
+		return LostResult{}, paramErr("the serial is too long for a lost token")
+	}
+	if _, ok := s.cfg.Types.Get("pw"); !ok {
+		return LostResult{}, errUnknownType("pw")
+	}
+	if _, _, err := s.Init(ctx, InitRequest{Type: "pw", Serial: newSerial, Owner: old.Owner, Realms: old.Realms,
+		Params: Params{"otpkey": pw, InfoValidityEnd: end, "description": "temporary replacement for " + serial}}); err != nil {
+		return LostResult{}, err
+	}
+	if err := s.CopyPIN(ctx, serial, newSerial); err != nil {
+		return LostResult{}, err
+	}
+	if _, err := s.SetActive(ctx, serial, false); err != nil {
+		return LostResult{}, err
+	}
+	return LostResult{Serial: newSerial, Password: pw, EndDate: end}, nil
+}
+
+// GetSerialFilter narrows /token/getserial.
+type GetSerialFilter struct {
+	Type     string
+	Serial   string // substring
+	Assigned *bool
+	Window   int // default 10
+}
+
+// GetSerial finds the token whose OTP value (within window values of its
+// counter) is otp. It changes nothing; it returns "" when none matches and
+// the number of tokens looked at.
+func (s *Service) GetSerial(ctx context.Context, otpValue string, f GetSerialFilter) (string, int, error) {
+	if f.Window <= 0 {
+		f.Window = 10
+	}
+	var cands []*Token
+	err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
+		cands = cands[:0]
+		return tx.Bucket(bucketTokens).ForEach(nil, func(k, _ []byte) error {
+			t, err := load(tx, string(k))
+			if err != nil || t == nil {
+				return err
+			}
+			switch {
+			case f.Type != "" && !strings.EqualFold(t.Type, f.Type),
+				f.Serial != "" && !strings.Contains(t.Serial, f.Serial),
+				f.Assigned != nil && t.Assigned() != *f.Assigned:
+				return nil
+			}
+			cands = append(cands, t)
+			return nil
+		})
+	})
+	if err != nil {
+		return "", 0, err
+	}
+	for _, t := range cands {
+		if t.Type != "hotp" && t.Type != "totp" && t.Type != "paper" && t.Type != "email" && t.Type != "sms" {
+			continue
+		}
+		probe := t.Clone()
+		probe.CountWindow = f.Window
+		m, err := s.Verify(ctx, probe, otpValue, nil, nil)
+		if err == nil && m.OK {
+			return t.Serial, len(cands), nil
+		}
+	}
+	return "", len(cands), nil
+}
+
+// TimeFormat of creation dates, exported for callers that render them.
+func TimeFormat() string { return creationLayout }
+
+var _ = fmt.Sprint

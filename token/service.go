@@ -1,0 +1,400 @@
+package token
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/notify"
+	"github.com/authsrv/authsrv/store"
+	"github.com/authsrv/authsrv/user"
+)
+
+// Buckets of the package.
+const (
+	bucketTokens     = "tokens"
+	bucketOwner      = "tokens.owner"
+	bucketRealm      = "tokens.realm"
+	bucketType       = "tokens.type"
+	bucketChallenges = "challenges"
+)
+
+// FieldKey is the sealed field of the seed.
+const FieldKey = "otpkey"
+
+// Errors of the package. Messages follow privacyIDEA.
+var (
+	// ErrReplay means a match was no longer valid when it was committed:
+	// the OTP (or a later one) was used meanwhile.
+	ErrReplay = errors.New("token: the OTP value was used meanwhile")
+	// ErrLocked: the token is revoked (locked) and refuses the change.
+	ErrLocked = apierr.New(apierr.TokenAdmin, "This action is not possible, since the token is locked").WithNumber(1007)
+	// ErrGenkeyAndOtpkey: both genkey and otpkey were given.
+	ErrGenkeyAndOtpkey = apierr.New(apierr.Parameter, "[ParameterError] You may either specify genkey or otpkey, but not both!").WithNumber(344)
+	// ErrLostUnassigned: a lost token needs an owner.
+	ErrLostUnassigned = apierr.New(apierr.TokenAdmin, "You can only define a lost token for an assigned token.").WithNumber(2012)
+	// ErrCorrupt: a sealed secret does not open (corrupt data or another
+	// enckey). The token is unusable; nothing is revealed.
+	ErrCorrupt = errors.New("token: a sealed token secret could not be opened")
+)
+
+// NotFound is privacyIDEA's "No token found for serials" error.
+func NotFound(serials ...string) error {
+	return apierr.New(apierr.ResourceNotFound, "No token found for serials: "+strings.Join(serials, ", "))
+}
+
+func errBadDate(s string) error {
+	return apierr.New(apierr.Parameter, fmt.Sprintf("Could not parse the date %q: use YYYY-MM-DDThh:mm+zzzz", s))
+}
+
+func paramErr(format string, args ...any) error {
+	return apierr.New(apierr.Parameter, fmt.Sprintf(format, args...))
+}
+
+// Settings are the system-wide token defaults (privacyIDEA's system
+// config). The zero value of a field means its default.
+type Settings struct {
+	DefaultOtpLen        int           // 6
+	DefaultCountWindow   int           // 10
+	DefaultSyncWindow    int           // 1000
+	DefaultMaxFailCount  int           // 10
+	FailcounterClearTime time.Duration // 0 = never clear
+	TOTPTimeStep         int           // 30
+	TOTPTimeWindow       int           // 180
+	ChallengeValidity    time.Duration // 120 s
+	// SerialRandom makes generated serials prefix + random characters
+	// only (PI_TOKEN_SERIAL_RANDOM).
+	SerialRandom bool
+}
+
+func (s Settings) withDefaults() Settings {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&s.DefaultOtpLen, 6)
+	def(&s.DefaultCountWindow, 10)
+	def(&s.DefaultSyncWindow, 1000)
+	def(&s.DefaultMaxFailCount, 10)
+	def(&s.TOTPTimeStep, 30)
+	def(&s.TOTPTimeWindow, 180)
+	if s.ChallengeValidity <= 0 {
+		s.ChallengeValidity = 120 * time.Second
+	}
+	return s
+}
+
+// Config wires the service.
+type Config struct {
+	Store  store.Store
+	Sealer *secret.Sealer
+	Hasher *secret.Hasher
+	// Notify sends e-mail and SMS challenges and RADIUS forwards; may be
+	// nil when no type needs it.
+	Notify *notify.Service
+	// Types is the type registry; nil means DefaultRegistry().
+	Types    *Registry
+	Settings Settings
+	Now      func() time.Time
+	Rand     io.Reader
+}
+
+// Service manages tokens.
+type Service struct {
+	cfg Config
+	set Settings
+}
+
+// New returns the service.
+func New(cfg Config) *Service {
+	if cfg.Types == nil {
+		cfg.Types = DefaultRegistry()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	return &Service{cfg: cfg, set: cfg.Settings.withDefaults()}
+}
+
+// Types returns the type registry.
+func (s *Service) Types() *Registry { return s.cfg.Types }
+
+// Settings returns the effective settings.
+func (s *Service) Settings() Settings { return s.set }
+
+// Notify returns the notification service (may be nil).
+func (s *Service) Notify() *notify.Service { return s.cfg.Notify }
+
+// Now returns the service clock's time.
+func (s *Service) Now() time.Time { return s.cfg.Now() }
+
+// Rand returns the random source.
+func (s *Service) Rand() io.Reader { return s.cfg.Rand }
+
+// Secret opens the sealed field of t. A missing field gives nil, nil.
+func (s *Service) Secret(t *Token, field string) ([]byte, error) {
+	c, ok := t.Sealed[field]
+	if !ok {
+		return nil, nil
+	}
+	p, err := s.cfg.Sealer.Open(c, bucketTokens, t.Serial, field)
+	if err != nil {
+		return nil, fmt.Errorf("%w (serial %s, field %s): %w", ErrCorrupt, t.Serial, field, err)
+	}
+	return p, nil
+}
+
+// seal seals a value for t's field.
+func (s *Service) seal(serial, field string, v []byte) ([]byte, error) {
+	return s.cfg.Sealer.Seal(v, bucketTokens, serial, field)
+}
+
+// Seal seals v as t's field (for types that keep extra secrets outside
+// enrollment, e.g. challenge data).
+func (s *Service) Seal(t *Token, field string, v []byte) error {
+	c, err := s.seal(t.Serial, field, v)
+	if err != nil {
+		return err
+	}
+	if t.Sealed == nil {
+		t.Sealed = map[string][]byte{}
+	}
+	t.Sealed[field] = c
+	return nil
+}
+
+// HashPIN turns a PIN into its stored form ("" stays "").
+func (s *Service) HashPIN(ctx context.Context, pin string) (string, error) {
+	if pin == "" {
+		return "", nil
+	}
+	return s.cfg.Hasher.Hash(ctx, pin)
+}
+
+// CheckPIN compares pin with the token's PIN (hashed or encrypted). It
+// costs one KDF call for hashed PINs.
+func (s *Service) CheckPIN(ctx context.Context, t *Token, pin string) (bool, error) {
+	if len(t.PINSealed) > 0 {
+		p, err := s.Secret(&Token{Serial: t.Serial, Sealed: map[string][]byte{"pin": t.PINSealed}}, "pin")
+		if err != nil {
+			return false, err
+		}
+		return secret.EqualString(string(p), pin), nil
+	}
+	if t.PIN == "" {
+		return pin == "", nil
+	}
+	ok, _, err := s.cfg.Hasher.Verify(ctx, t.PIN, pin)
+	return ok, err
+}
+
+// ---- store helpers ----
+
+func load(tx store.Tx, serial string) (*Token, error) {
+	raw := tx.Bucket(bucketTokens).Get([]byte(serial))
+	if raw == nil {
+		return nil, nil
+	}
+	var r record
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("token: decode %s: %w", serial, err)
+	}
+	if r.Info == nil {
+		r.Info = map[string]string{}
+	}
+	return &r.Token, nil
+}
+
+func ownerKey(o *user.User) []byte {
+	return []byte(strings.ToLower(o.Realm) + "\x00" + o.Resolver + "\x00" + o.UID + "\x00")
+}
+
+func indexKeys(t *Token) map[string][][]byte {
+	out := map[string][][]byte{
+		bucketType: {[]byte(t.Type + "\x00" + t.Serial)},
+	}
+	if t.Assigned() {
+		out[bucketOwner] = [][]byte{append(ownerKey(t.Owner), t.Serial...)}
+	}
+	for _, r := range t.Realms {
+		out[bucketRealm] = append(out[bucketRealm], []byte(strings.ToLower(r)+"\x00"+t.Serial))
+	}
+	return out
+}
+
+// save writes t and moves its index entries from old (nil for a new
+// token).
+func save(tx store.Tx, old, t *Token) error {
+	if old != nil {
+		for b, keys := range indexKeys(old) {
+			for _, k := range keys {
+				if err := tx.Bucket(b).Delete(k); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for b, keys := range indexKeys(t) {
+		for _, k := range keys {
+			if err := tx.Bucket(b).Put(k, []byte{}); err != nil {
+				return err
+			}
+		}
+	}
+	return store.PutJSON(tx.Bucket(bucketTokens), []byte(t.Serial), record{store.Versioned{Schema: schema}, *t})
+}
+
+func remove(tx store.Tx, t *Token) error {
+	for b, keys := range indexKeys(t) {
+		for _, k := range keys {
+			if err := tx.Bucket(b).Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	if err := deleteChallengesOf(tx, t.Serial); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketTokens).Delete([]byte(t.Serial))
+}
+
+// Get returns a token by serial, or NotFound.
+func (s *Service) Get(ctx context.Context, serial string) (*Token, error) {
+	var t *Token
+	err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
+		var err error
+		t, err = load(tx, serial)
+		return err
+	})
+	if err == nil && t == nil {
+		err = NotFound(serial)
+	}
+	return t, err
+}
+
+// Exists reports whether a serial is taken.
+func (s *Service) Exists(ctx context.Context, serial string) (bool, error) {
+	_, err := s.Get(ctx, serial)
+	if apierr.Is(err, apierr.ResourceNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Update applies fn to the stored token in one transaction and returns
+// the new state. fn may run more than once; it must only change the token.
+// A revoked (locked) token refuses changes unless allowLocked.
+func (s *Service) Update(ctx context.Context, serial string, allowLocked bool, fn func(t *Token) error) (*Token, error) {
+	var out *Token
+	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		old, err := load(tx, serial)
+		if err != nil {
+			return err
+		}
+		if old == nil {
+			return NotFound(serial)
+		}
+		if old.Locked && !allowLocked {
+			return ErrLocked
+		}
+		t := old.Clone()
+		if err := fn(t); err != nil {
+			return err
+		}
+		out = t
+		return save(tx, old, t)
+	})
+	return out, err
+}
+
+// ByOwner returns the tokens of a user (realm, resolver and uid must be
+// set), ordered by serial.
+func (s *Service) ByOwner(ctx context.Context, u user.User) ([]*Token, error) {
+	var out []*Token
+	err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
+		out = out[:0]
+		prefix := ownerKey(&u)
+		return tx.Bucket(bucketOwner).ForEach(prefix, func(k, _ []byte) error {
+			t, err := load(tx, string(k[len(prefix):]))
+			if err != nil || t == nil {
+				return err
+			}
+			out = append(out, t)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// RealmHasOwners reports whether users of realm own tokens (realm deletion
+// is refused then). It runs inside the caller's transaction.
+func RealmHasOwners(tx store.Tx, realm string) (bool, error) {
+	found := false
+	err := tx.Bucket(bucketOwner).ForEach([]byte(strings.ToLower(realm)+"\x00"), func(_, _ []byte) error {
+		found = true
+		return store.ErrStop
+	})
+	return found, err
+}
+
+// countType returns the number of tokens of a type.
+func countType(tx store.Tx, typ string) (int, error) {
+	n := 0
+	err := tx.Bucket(bucketType).ForEach([]byte(typ+"\x00"), func(_, _ []byte) error { n++; return nil })
+	return n, err
+}
+
+// newSerial generates a serial for a type that is not taken.
+func (s *Service) newSerial(ctx context.Context, typ Type) (string, error) {
+	for range 20 {
+		var n int
+		var serial string
+		err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
+			var err error
+			if n, err = countType(tx, strings.ToLower(typ.Name())); err != nil {
+				return err
+			}
+			if s.set.SerialRandom {
+				serial, err = randomSerial(typ.Prefix(), s.cfg.Rand)
+			} else {
+				serial, err = otpSerial(typ.Prefix(), n, s.cfg.Rand)
+			}
+			if err != nil {
+				return err
+			}
+			if tx.Bucket(bucketTokens).Get([]byte(serial)) != nil {
+				serial = ""
+			}
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+		if serial != "" {
+			return serial, nil
+		}
+	}
+	return "", apierr.New(apierr.TokenAdmin, "could not generate a free serial number")
+}
+
+// ownerEqual compares two owners by identity.
+func ownerEqual(a, b *user.User) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return strings.EqualFold(a.Realm, b.Realm) && a.Resolver == b.Resolver && a.UID == b.UID
+}
+
+var _ = bytes.Equal
