@@ -34,6 +34,7 @@ import (
 	"github.com/authsrv/authsrv/resolver"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/store/bolt"
+	"github.com/authsrv/authsrv/token"
 	"github.com/authsrv/authsrv/user"
 )
 
@@ -75,6 +76,7 @@ type Server struct {
 	policies  *policy.Service
 	audit     *audit.Log
 	notify    *notify.Service
+	tokens    *token.Service
 
 	started   atomic.Bool
 	closeOnce sync.Once
@@ -221,8 +223,18 @@ func (s *Server) open() error {
 		},
 		UserResolvers: s.userResolvers,
 	})
+	reg := token.DefaultRegistry()
+	for _, t := range c.tokenTypes {
+		reg.Register(t)
+	}
+	s.tokens = token.New(token.Config{Store: s.st, Sealer: sealer, Hasher: hasher, Notify: s.notify,
+		Types: reg, Settings: c.tokenSettings, Now: c.now, Rand: c.rand})
+	s.realms.SetTokenCheck(token.RealmHasOwners)
 	return nil
 }
+
+// Tokens returns the token service.
+func (s *Server) Tokens() *token.Service { return s.tokens }
 
 // userResolvers lists the resolvers of realm that know login (for
 // policies with check_all_resolvers).

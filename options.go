@@ -15,6 +15,7 @@ import (
 	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/resolver"
 	"github.com/authsrv/authsrv/store"
+	"github.com/authsrv/authsrv/token"
 )
 
 // Option configures a Server. Options are applied in order; the whole set
@@ -45,6 +46,8 @@ type config struct {
 	openTimeout     time.Duration
 	jwtLifetime     time.Duration
 	resolverTypes   resolver.Registry
+	tokenTypes      []token.Type
+	tokenSettings   token.Settings
 	actionDefs      *policy.Defs
 	auditKey        ed25519.PrivateKey
 	auditMaxAge     time.Duration
@@ -130,6 +133,25 @@ func WithResolverTypes(types resolver.Registry) Option {
 			return errors.New("resolver types: empty")
 		}
 		c.resolverTypes = types
+		return nil
+	}
+}
+
+// WithTokenTypes adds token types to the built-in ones (a type with a
+// built-in name replaces it).
+func WithTokenTypes(types ...token.Type) Option {
+	return func(c *config) error {
+		c.tokenTypes = append(c.tokenTypes, types...)
+		return nil
+	}
+}
+
+// WithTokenSettings sets the system-wide token defaults (default OTP
+// length, windows, max fail count, failcounter clear timeout, TOTP step
+// and window, challenge validity, random serials).
+func WithTokenSettings(set token.Settings) Option {
+	return func(c *config) error {
+		c.tokenSettings = set
 		return nil
 	}
 }

@@ -24,6 +24,30 @@ var innerChecks = map[string]struct {
 	"DELETE /user/attribute (dispatch)": {"/user/attribute/k/alice/realm1", "", "You are not allowed to delete the custom user attribute k!"},
 	"GET /audit/":                       {"/audit/", "", "Admin actions are defined, but the action auditlog is not allowed!"},
 	"GET /audit/:csvfile":               {"/audit/all.csv", "", "Admin actions are defined, but the action auditlog_download is not allowed!"},
+	"POST /token/enable":                {"/token/enable", "serial=TK1", "Admin actions are defined, but the action enable is not allowed!"},
+	"POST /token/enable/:serial":        {"/token/enable/TK1", "", "Admin actions are defined, but the action enable is not allowed!"},
+	"POST /token/disable":               {"/token/disable", "serial=TK1", "Admin actions are defined, but the action disable is not allowed!"},
+	"POST /token/disable/:serial":       {"/token/disable/TK1", "", "Admin actions are defined, but the action disable is not allowed!"},
+	"POST /token/reset":                 {"/token/reset", "serial=TK1", "Admin actions are defined, but the action reset is not allowed!"},
+	"POST /token/reset/:serial":         {"/token/reset/TK1", "", "Admin actions are defined, but the action reset is not allowed!"},
+	"POST /token/resync":                {"/token/resync", "serial=TK1&otp1=1&otp2=2", "Admin actions are defined, but the action resync is not allowed!"},
+	"POST /token/resync/:serial":        {"/token/resync/TK1", "otp1=1&otp2=2", "Admin actions are defined, but the action resync is not allowed!"},
+	"POST /token/setpin":                {"/token/setpin", "serial=TK1&otppin=1", "Admin actions are defined, but the action setpin is not allowed!"},
+	"POST /token/setpin/:serial":        {"/token/setpin/TK1", "otppin=1", "Admin actions are defined, but the action setpin is not allowed!"},
+	"POST /token/setrandompin":          {"/token/setrandompin", "serial=TK1", "Admin actions are defined, but the action setrandompin is not allowed!"},
+	"POST /token/setrandompin/:serial":  {"/token/setrandompin/TK1", "", "Admin actions are defined, but the action setrandompin is not allowed!"},
+	"POST /token/description":           {"/token/description", "serial=TK1&description=x", "Admin actions are defined, but the action setdescription is not allowed!"},
+	"POST /token/description/:serial":   {"/token/description/TK1", "description=x", "Admin actions are defined, but the action setdescription is not allowed!"},
+	"POST /token/revoke":                {"/token/revoke", "serial=TK1", "Admin actions are defined, but the action revoke is not allowed!"},
+	"POST /token/revoke/:serial":        {"/token/revoke/TK1", "", "Admin actions are defined, but the action revoke is not allowed!"},
+	"GET /token/":                       {"/token/", "", "Admin actions are defined, but the action tokenlist is not allowed!"},
+	"POST /token/init":                  {"/token/init", "type=hotp&genkey=1", "Admin actions are defined, but the action enrollHOTP is not allowed!"},
+	"POST /token/assign":                {"/token/assign", "serial=TK1&user=alice&realm=realm1", "Admin actions are defined, but the action assign is not allowed!"},
+	"POST /token/unassign":              {"/token/unassign", "serial=TK1", "Admin actions are defined, but the action unassign is not allowed!"},
+	"POST /token/lost/:serial":          {"/token/lost/TK1", "", "Admin actions are defined, but the action losttoken is not allowed!"},
+	"DELETE /token/":                    {"/token/?serial=TK1", "", "Admin actions are defined, but the action delete is not allowed!"},
+	"DELETE /token/:serial":             {"/token/TK1", "", "Admin actions are defined, but the action delete is not allowed!"},
+	"DELETE /token/:serial/*rest":       {"/token/challenges/transaction/123", "", "Admin actions are defined, but the action cancelchallenge is not allowed!"},
 }
 
 // TestEveryRouteIsChecked walks every registered route: each is public by
@@ -34,6 +58,7 @@ func TestEveryRouteIsChecked(t *testing.T) {
 	tok := e.login(t)
 	wantOK(t, e.admin(t, tok, "POST", "/resolver/mem1", "type=memresolver&Editable=True"))
 	wantOK(t, e.admin(t, tok, "POST", "/realm/realm1", "resolvers=mem1"))
+	wantOK(t, e.admin(t, tok, "POST", "/token/init", "serial=TK1&genkey=1&user=alice&realm=realm1"))
 	// From now on only "someone-else" has rights.
 	wantOK(t, e.admin(t, tok, "POST", "/policy/only-someone", `{"scope":"admin","action":"policyread","adminuser":"someone-else"}`))
 
@@ -49,7 +74,7 @@ func TestEveryRouteIsChecked(t *testing.T) {
 		case r.Access == "admin" && r.Action != "":
 			path := strings.NewReplacer(":realm", "realm1", ":nodeid", e.s.NodeID(), ":resolvername", "mem1",
 				":name", "p1", ":sub", "x", ":oldname", "p1", ":smtpid", "mail1", ":radiusid", "rad1",
-				":gwid", "1", ":identifier", "gw1", ":key", "k").Replace(r.Path)
+				":gwid", "1", ":identifier", "gw1", ":key", "k", ":serial", "TK1", ":otp", "123456", ":filename", "f.csv").Replace(r.Path)
 			rep := e.admin(t, tok, r.Method, path, "")
 			want := "ERR303: Admin actions are defined, but the action " + r.Action + " is not allowed!"
 			if rep.status != 403 || at(rep.json, "result.error.message") != want {

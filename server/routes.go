@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -69,6 +70,45 @@ func (a *api) routes() {
 	a.handle(http.MethodGet, "/audit/:csvfile", endpoint{access: anyRole, fn: getAuditCSV})
 	a.innerActions = append(a.innerActions, "auditlog", "auditlog_download")
 
+	// Tokens. Routes with an optional serial are registered with and
+	// without it; DELETE /token/{serial}/... carries the info and
+	// challenge deletions.
+	for _, r := range []struct {
+		path string
+		fn   func(c *call) (answer, error)
+	}{
+		{"/token/enable", postTokenEnable}, {"/token/disable", postTokenDisable},
+		{"/token/reset", postTokenReset}, {"/token/resync", postTokenResync},
+		{"/token/setpin", postTokenSetPIN}, {"/token/setrandompin", postTokenSetRandomPIN},
+		{"/token/description", postTokenDescription}, {"/token/revoke", postTokenRevoke},
+	} {
+		a.handle(http.MethodPost, r.path, endpoint{access: anyRole, fn: r.fn})
+		a.handle(http.MethodPost, r.path+"/:serial", endpoint{access: anyRole, fn: r.fn})
+	}
+	a.handle(http.MethodGet, "/token/", endpoint{access: anyRole, fn: getTokens})
+	a.handle(http.MethodPost, "/token/init", endpoint{access: anyRole, fn: postTokenInit})
+	a.handle(http.MethodPost, "/token/assign", endpoint{access: anyRole, fn: postTokenAssign})
+	a.handle(http.MethodPost, "/token/unassign", endpoint{access: anyRole, fn: postTokenUnassign})
+	a.handle(http.MethodPost, "/token/lost/:serial", endpoint{access: anyRole, fn: postTokenLost})
+	a.handle(http.MethodDelete, "/token/", endpoint{access: anyRole, fn: deleteToken})
+	a.handleExact(http.MethodDelete, "/token/:serial", endpoint{access: anyRole, fn: deleteTokenRoute})
+	a.handle(http.MethodDelete, "/token/:serial/*rest", endpoint{access: anyRole, fn: deleteTokenRoute})
+	a.handle(http.MethodPost, "/token/set", endpoint{access: adminRole, action: "set", fn: postTokenSet})
+	a.handle(http.MethodPost, "/token/set/:serial", endpoint{access: adminRole, action: "set", fn: postTokenSet})
+	a.handle(http.MethodPost, "/token/realm/:serial", endpoint{access: adminRole, action: "tokenrealms", fn: postTokenRealm})
+	a.handle(http.MethodGet, "/token/getserial/:otp", endpoint{access: adminRole, action: "getserial", fn: getTokenSerial})
+	a.handle(http.MethodPost, "/token/info/:serial/:key", endpoint{access: adminRole, action: "settokeninfo", fn: postTokenInfo})
+	a.handle(http.MethodGet, "/token/challenges/", endpoint{access: adminRole, action: "getchallenges", fn: getTokenChallenges})
+	a.handle(http.MethodGet, "/token/challenges/:serial", endpoint{access: adminRole, action: "getchallenges", fn: getTokenChallenges})
+	a.handle(http.MethodPost, "/token/copypin", endpoint{access: adminRole, action: "copytokenpin", fn: postTokenCopyPIN})
+	a.handle(http.MethodPost, "/token/copyuser", endpoint{access: adminRole, action: "copytokenuser", fn: postTokenCopyUser})
+	a.handle(http.MethodPost, "/token/load/:filename", endpoint{access: adminRole, action: "importtokens", fn: postTokenLoad})
+	a.innerActions = append(a.innerActions, "tokenlist", "enrollpin", "assign", "unassign", "enable", "disable", "delete",
+		"reset", "resync", "setpin", "setrandompin", "setdescription", "revoke", "losttoken", "cancelchallenge")
+	for _, t := range a.s.Tokens().Types().Names() {
+		a.innerActions = append(a.innerActions, "enroll"+strings.ToUpper(t))
+	}
+
 	// Notification channels. POST .../send_test_email and .../test_request
 	// share the :id routes; GET /smsgateway/providers and DELETE
 	// /smsgateway/option/{gwid}/{key} share the gateway routes.
@@ -83,6 +123,13 @@ func (a *api) routes() {
 	a.handle(http.MethodGet, "/radiusserver/", endpoint{access: adminRole, action: "radiusserver_read", fn: getRadiusServers})
 	a.handle(http.MethodPost, "/radiusserver/:radiusid", endpoint{access: adminRole, action: "radiusserver_write", fn: postRadiusServer})
 	a.handle(http.MethodDelete, "/radiusserver/:radiusid", endpoint{access: adminRole, action: "radiusserver_write", fn: deleteRadiusServer})
+}
+
+// handleExact registers ep for exactly one path form (when the other
+// form would collide with a catch-all route).
+func (a *api) handleExact(method, path string, ep endpoint) {
+	a.router.Handle(method, path, a.wrap(ep))
+	a.endpoints = append(a.endpoints, routeInfo{method, path, ep.access, ep.action})
 }
 
 // probe registers a health probe for both slash forms.

@@ -114,8 +114,8 @@ func (s *Service) Init(ctx context.Context, req InitRequest) (*Token, map[string
 	}
 	if v, ok := p.Get("otplen"); ok && v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || otp.ValidateDigits(n) != nil {
-			return nil, nil, paramErr("otplen must be a number from %d to %d", otp.MinDigits, otp.MaxDigits)
+		if err != nil || n < 1 || n > 128 {
+			return nil, nil, paramErr("otplen must be a number from 1 to 128")
 		}
 		t.OTPLen = n
 	}
@@ -141,7 +141,7 @@ func (s *Service) Init(ctx context.Context, req InitRequest) (*Token, map[string
 			if len(v) > maxInfoValueLen {
 				return nil, nil, paramErr("the value of %s is too long", k)
 			}
-			t.Info[k[len(prefix):]] = v
+			t.Info[k] = v
 		}
 	}
 

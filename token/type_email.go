@@ -1,0 +1,268 @@
+package token
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/mail"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/internal/otp"
+	"github.com/authsrv/authsrv/notify"
+)
+
+// Email is the e-mail token (prefix PIEM): an HOTP token whose values are
+// mailed when its PIN is given. Each challenge advances the counter by
+// one and mails the value of the new counter, so the normal HOTP window
+// (which starts at the stored counter) finds it and a used value can
+// never be accepted again.
+//
+// Tokeninfo: "email" (the address) or "dynamic_email" = "True" (the
+// owner's user store attribute "email" is read at challenge time), and
+// optionally "email.identifier" (the SMTP server definition).
+type Email struct{}
+
+var (
+	_ Type       = Email{}
+	_ Challenger = Email{}
+	_ Resyncer   = Email{}
+)
+
+// ErrEmailNotSent is privacyIDEA's answer when the e-mail of a challenge
+// cannot be sent. The returned error carries the cause (the notify error)
+// hidden, and errors.Is(err, ErrEmailNotSent) holds.
+var ErrEmailNotSent = apierr.New(apierr.Validate, "The PIN was correct, but the EMail could not be sent!")
+
+// Tokeninfo keys and request options of the e-mail token.
+const (
+	InfoEmail        = "email"
+	InfoDynamicEmail = "dynamic_email"
+	// EmailIdentifier names the SMTP server definition, as tokeninfo or
+	// as a request option (system setting).
+	EmailIdentifier = "email.identifier"
+
+	defaultEmailText      = "<otp>"
+	defaultEmailSubject   = "Your OTP"
+	defaultEmailChallenge = "Enter the OTP from the Email"
+	defaultEmailValidity  = 120 * time.Second
+	maxRemoteAddrLen      = 254
+)
+
+// Name implements Type.
+func (Email) Name() string { return "email" }
+
+// Prefix implements Type.
+func (Email) Prefix() string { return "PIEM" }
+
+// Enroll implements Type: the HOTP key (generated unless otpkey is given)
+// and HOTP's init detail, plus the address: "email", or "dynamic_email"
+// to use the owner's address at challenge time.
+func (Email) Enroll(ctx context.Context, e *Enroll) error {
+	t, p := e.Token, e.Params
+	if p.Bool("dynamic_email") {
+		t.SetInfo(InfoDynamicEmail, "True")
+		delete(t.Info, InfoEmail)
+	} else {
+		addr, given := p.Get("email")
+		addr = strings.TrimSpace(addr)
+		switch {
+		case given && addr != "":
+			if err := emailCheckAddress(addr); err != nil {
+				return err
+			}
+			t.SetInfo(InfoEmail, addr)
+		case e.New || t.Info[InfoEmail] == "":
+			return apierr.MissingParameter("email")
+		}
+		delete(t.Info, InfoDynamicEmail)
+	}
+	if v, ok := p.Get(EmailIdentifier); ok {
+		if remoteHasControl(v) {
+			return paramErr("The %s contains invalid characters.", EmailIdentifier)
+		}
+		t.SetInfo(EmailIdentifier, v)
+	}
+	return enrollOATH(e, "email", 0)
+}
+
+// Check implements Type with the HOTP window.
+func (Email) Check(ctx context.Context, c *Check) (Match, error) { return HOTP{}.Check(ctx, c) }
+
+// Resync implements Resyncer as HOTP does.
+func (Email) Resync(ctx context.Context, s *Service, t *Token, otp1, otp2 string, now time.Time) (func(*Token) bool, bool, error) {
+	return HOTP{}.Resync(ctx, s, t, otp1, otp2, now)
+}
+
+// Challenge implements Challenger. Options read: email_challenge_text,
+// email.validtime (seconds, default 120), emailsubject, emailtext (tags
+// <otp> {otp} {user} {serial}) and email.identifier (used when the token
+// has none).
+func (Email) Challenge(ctx context.Context, r *ChallengeRequest) (*ChallengeResult, error) {
+	t := r.Token
+	addr := t.Info[InfoEmail]
+	if IsTrue(t.Info[InfoDynamicEmail]) {
+		addr = strings.TrimSpace(r.OwnerInfo["email"])
+		if addr == "" {
+			return nil, remoteNotSent(ErrEmailNotSent, fmt.Errorf("token %s: the owner has no e-mail address", t.Serial))
+		}
+	}
+	if err := emailCheckAddress(addr); err != nil {
+		return nil, remoteNotSent(ErrEmailNotSent, fmt.Errorf("token %s: %w", t.Serial, err))
+	}
+	smtpID := t.Info[EmailIdentifier]
+	if smtpID == "" {
+		smtpID = r.Options.Str(EmailIdentifier)
+	}
+	user := remoteUser(t, r.OwnerInfo)
+	tags := remoteTags{user: user, serial: t.Serial, email: addr}
+	msg := defaultEmailChallenge
+	if v := r.Options.Str("email_challenge_text"); v != "" {
+		msg = tags.replace(v)
+	}
+	subject, body := defaultEmailSubject, defaultEmailText
+	if v := r.Options.Str("emailsubject"); v != "" {
+		subject = v
+	}
+	if v := r.Options.Str("emailtext"); v != "" {
+		body = v
+	}
+	svc := r.Service
+	res := &ChallengeResult{
+		Message:    msg,
+		ClientMode: "interactive",
+		Validity:   remoteSeconds(r.Options.Str("email.validtime"), defaultEmailValidity),
+		Attributes: remoteState(r.State),
+		Apply:      func(t *Token) { t.Count++ },
+		Send: func(ctx context.Context, t *Token) error {
+			value, err := remoteHOTP(svc, t)
+			if err != nil {
+				return remoteNotSent(ErrEmailNotSent, err)
+			}
+			if smtpID == "" {
+				return remoteNotSent(ErrEmailNotSent, fmt.Errorf("token %s: no SMTP server is configured (%s)", t.Serial, EmailIdentifier))
+			}
+			n := svc.Notify()
+			if n == nil {
+				return remoteNotSent(ErrEmailNotSent, errors.New("token: no notification service"))
+			}
+			tags := tags
+			tags.otp = value
+			err = n.SendMail(ctx, smtpID, notify.Mail{To: []string{addr}, Subject: tags.replace(subject), Body: tags.replace(body)})
+			if err != nil {
+				return remoteNotSent(ErrEmailNotSent, fmt.Errorf("token %s: %w", t.Serial, err))
+			}
+			return nil
+		},
+	}
+	return res, nil
+}
+
+// emailCheckAddress refuses addresses with control characters (header
+// injection) or that are not RFC 5322 addresses.
+func emailCheckAddress(addr string) error {
+	if addr == "" {
+		return apierr.MissingParameter("email")
+	}
+	if remoteHasControl(addr) || len(addr) > maxRemoteAddrLen {
+		return paramErr("The email address contains invalid characters or is too long.")
+	}
+	if _, err := mail.ParseAddress(addr); err != nil {
+		return paramErr("The email address is not valid.")
+	}
+	return nil
+}
+
+// emailRedact keeps the first character of the local part and the
+// domain: a****@example.org.
+func emailRedact(addr string) string {
+	if a, err := mail.ParseAddress(addr); err == nil {
+		addr = a.Address
+	}
+	at := strings.LastIndexByte(addr, '@')
+	if at <= 0 {
+		return "****"
+	}
+	_, n := utf8.DecodeRuneInString(addr)
+	return addr[:n] + "****" + addr[at:]
+}
+
+// phoneRedact keeps the last four characters of the number and masks the
+// others, keeping the length.
+func phoneRedact(phone string) string {
+	r := []rune(phone)
+	for i := range max(len(r)-4, 0) {
+		r[i] = '*'
+	}
+	return string(r)
+}
+
+// remoteTags are the substitutions of challenge texts and messages.
+type remoteTags struct {
+	user, serial, email, phone, otp string
+}
+
+// replace substitutes {user} {serial} {email} {email_redacted} {phone}
+// {phone_redacted} and, when set, the OTP for <otp> and {otp}.
+func (g remoteTags) replace(s string) string {
+	pairs := []string{"{user}", g.user, "{serial}", g.serial,
+		"{email}", g.email, "{email_redacted}", emailRedact(g.email),
+		"{phone}", g.phone, "{phone_redacted}", phoneRedact(g.phone)}
+	if g.otp != "" {
+		pairs = append(pairs, "<otp>", g.otp, "{otp}", g.otp)
+	}
+	return strings.NewReplacer(pairs...).Replace(s)
+}
+
+// remoteUser is the owner's login for the {user} tag.
+func remoteUser(t *Token, info map[string]string) string {
+	if t.Owner != nil && t.Owner.Login != "" {
+		return t.Owner.Login
+	}
+	return info["username"]
+}
+
+// remoteSeconds reads a validity in seconds; missing, malformed or
+// non-positive values give def.
+func remoteSeconds(v string, def time.Duration) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n <= 0 {
+		return def
+	}
+	return time.Duration(n) * time.Second
+}
+
+// remoteState is the challenge attribute "state": the transaction id
+// passed in, when there was one.
+func remoteState(state string) map[string]any {
+	if state == "" {
+		return nil
+	}
+	return map[string]any{"state": state}
+}
+
+// remoteHOTP is the value to send for the committed counter.
+func remoteHOTP(s *Service, t *Token) (string, error) {
+	key, err := s.Secret(t, FieldKey)
+	if err != nil {
+		return "", err
+	}
+	if key == nil {
+		return "", fmt.Errorf("token %s: no key", t.Serial)
+	}
+	return otp.HOTP(key, t.Count, t.OTPLen, t.Hash()), nil
+}
+
+// remoteNotSent is the send failure sentinel with its hidden cause; the
+// sentinel stays in the chain for errors.Is.
+func remoteNotSent(sentinel *apierr.Error, cause error) error {
+	return sentinel.Wrap(errors.Join(sentinel, cause))
+}
+
+// remoteHasControl reports whether s holds a control character.
+func remoteHasControl(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) >= 0
+}
