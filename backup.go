@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -13,9 +14,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/internal/secret"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/store/bolt"
+	"github.com/authsrv/authsrv/token"
 )
 
 // A backup is a tar stream with exactly these members.
@@ -27,6 +30,10 @@ const (
 
 // Manifest describes a backup.
 type Manifest struct {
+	// RolledForward is the number of tokens whose counters Restore moved
+	// forward (not part of the archive).
+	RolledForward int `json:"-"`
+
 	Format   int       `json:"format"`
 	Version  string    `json:"version"`
 	Node     string    `json:"node"`
@@ -99,6 +106,13 @@ func (s *Server) Backup(ctx context.Context, w io.Writer) (Manifest, error) {
 type RestoreOptions struct {
 	// Force allows replacing data in a directory that is not in use.
 	Force bool
+	// KeepCounters leaves OTP counters as they were in the backup (for a
+	// planned migration). By default every TOTP's last used step is set
+	// to now and every HOTP counter advances by its count window, so OTP
+	// values used after the backup was taken cannot be replayed.
+	KeepCounters bool
+	// Now is the clock for the roll-forward (time.Now when nil).
+	Now func() time.Time
 }
 
 // Restore unpacks a backup made by Backup into dir. It refuses a directory
@@ -187,6 +201,19 @@ func Restore(r io.Reader, dir string, opt RestoreOptions) (Manifest, error) {
 	if err := verifyStaged(staged[DBFile], key); err != nil {
 		return m, fmt.Errorf("restore: %w", err)
 	}
+	if !opt.KeepCounters {
+		seed, err := os.ReadFile(staged[AuditKeyFile])
+		if err != nil {
+			return m, err
+		}
+		now := opt.Now
+		if now == nil {
+			now = time.Now
+		}
+		if m.RolledForward, err = rollForward(staged[DBFile], seed, now); err != nil {
+			return m, fmt.Errorf("restore: %w", err)
+		}
+	}
 	for _, name := range []string{EncKeyFile, JWTKeyFile, AuditKeyFile} {
 		if err := os.Chmod(staged[name], 0o400); err != nil {
 			return m, err
@@ -244,6 +271,31 @@ func verifyStaged(dbPath string, key []byte) error {
 		return ErrWrongKey
 	}
 	return nil
+}
+
+// rollForward moves the restored tokens' counters past anything used
+// after the backup and records that in the restored audit log.
+func rollForward(dbPath string, auditSeed []byte, now func() time.Time) (int, error) {
+	if len(auditSeed) != ed25519.SeedSize {
+		return 0, errors.New("the backup's audit key is malformed")
+	}
+	db, err := bolt.Open(dbPath, bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = db.Close() }()
+	ctx := context.Background()
+	n, err := token.RollForward(ctx, db, now(), token.Settings{})
+	if err != nil {
+		return 0, err
+	}
+	lg, err := audit.New(audit.Config{Store: db, Key: ed25519.NewKeyFromSeed(auditSeed), Now: now})
+	if err != nil {
+		return n, err
+	}
+	_, err = lg.Write(ctx, audit.Entry{Action: "RESTORE", Success: true, Date: now().UTC(), StartDate: now().UTC(),
+		Info: fmt.Sprintf("backup restored; OTP counters of %d tokens moved forward against replay", n)})
+	return n, err
 }
 
 func syncDir(dir string) error {

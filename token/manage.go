@@ -505,3 +505,59 @@ func (s *Service) GetSerial(ctx context.Context, otpValue string, f GetSerialFil
 func TimeFormat() string { return creationLayout }
 
 var _ = fmt.Sprint
+
+// RollForward protects restored data against replay: every TOTP-like
+// token's last used step is set to the current step (and motp's to the
+// current 10-second step), and every HOTP-like counter (hotp, email, sms,
+// paper) advances by its count window. OTP values used after the backup
+// was taken can then not be used again. It returns how many tokens
+// changed.
+func RollForward(ctx context.Context, st store.Store, now time.Time, set Settings) (int, error) {
+	set = set.withDefaults()
+	n := 0
+	err := st.Update(ctx, func(tx store.Tx) error {
+		n = 0
+		var serials []string
+		if err := tx.Bucket(bucketTokens).ForEach(nil, func(k, _ []byte) error {
+			serials = append(serials, string(k))
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, serial := range serials {
+			old, err := load(tx, serial)
+			if err != nil || old == nil {
+				return err
+			}
+			t := old.Clone()
+			switch t.Type {
+			case "totp":
+				step := t.InfoInt(InfoTimeStep, set.TOTPTimeStep)
+				if step <= 0 {
+					step = set.TOTPTimeStep
+				}
+				cur := otp.TOTPCounter(now, step, t.InfoInt(InfoTimeShift, 0))
+				if cur > t.Count {
+					t.Count = cur
+				}
+			case "motp":
+				if cur := otp.TOTPCounter(now, 10, 0); cur > t.Count {
+					t.Count = cur
+				}
+			case "hotp", "email", "sms", "paper":
+				t.Count += uint64(max(t.CountWindow, 1))
+			default:
+				continue
+			}
+			if t.Count == old.Count {
+				continue
+			}
+			if err := save(tx, old, t); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}

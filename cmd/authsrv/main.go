@@ -46,7 +46,7 @@ commands:
   admin delete NAME           delete a local administrator
   admin passwd NAME           set a local administrator's password
   backup [-out FILE]          write a consistent backup (works while the server runs)
-  restore [-force] FILE       restore a backup into the data directory
+  restore [-force] [-keep-counters] FILE       restore a backup into the data directory
   audit verify [-db FILE]     check the audit log's hash chain, signatures and checkpoints
   version                     print the version
 
@@ -508,6 +508,7 @@ func (e *env) restore(args []string) error {
 	var c common
 	fs := e.flags("restore", &c)
 	force := fs.Bool("force", false, "replace existing data in the data directory")
+	keep := fs.Bool("keep-counters", false, "keep OTP counters as in the backup (planned migration); by default they move forward against replay")
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
@@ -524,12 +525,17 @@ func (e *env) restore(args []string) error {
 		defer func() { _ = f.Close() }()
 		r = f
 	}
-	m, err := authsrv.Restore(r, c.dataDir, authsrv.RestoreOptions{Force: *force})
+	m, err := authsrv.Restore(r, c.dataDir, authsrv.RestoreOptions{Force: *force, KeepCounters: *keep})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "restored the backup of node %s made %s by authsrv %s into %s\n",
 		m.Node, m.Created.Format(time.RFC3339), m.Version, c.dataDir)
+	if *keep {
+		fmt.Fprintln(e.stdout, "OTP counters were kept as in the backup: OTP values used after the backup can be used again")
+	} else {
+		fmt.Fprintf(e.stdout, "OTP counters of %d tokens were moved forward (TOTP to now, HOTP by the count window) so that values used after the backup cannot be replayed\n", m.RolledForward)
+	}
 	return nil
 }
 
