@@ -342,3 +342,44 @@ func TestTokenAdminOpsAPI(t *testing.T) {
 		t.Errorf("csv %d %s", csv.status, csv.body)
 	}
 }
+
+func TestTokenLoadAPI(t *testing.T) {
+	e, tok := tokenEnv(t)
+	wantOK(t, e.admin(t, tok, "POST", "/token/init", form("serial", "EXIST1", "otpkey", rfcKeyHex)))
+	csvFile := "# serial, key, type, otplen, timestep\n" +
+		"IMP1, " + rfcKeyHex + ", hotp, 6\n" +
+		"IMP2, " + rfcKeyHex + ", totp, 8, 60\n" +
+		"EXIST1, " + rfcKeyHex + ", hotp, 6\n" +
+		"IMP3, nothex, hotp, 6\n"
+	body, ctype := multipartFormBody(t, [][2]string{{"type", "oathcsv"}, {"tokenrealms", "realm1"}}, [][3]string{{"file", "tokens.csv", csvFile}})
+	r := e.do(t, "POST", "/token/load/tokens.csv", ctype, body, map[string]string{"Authorization": tok})
+	v := wantOK(t, r).(map[string]any)
+	if v["n_imported"] != float64(2) || v["n_not_imported"] != float64(2) {
+		t.Fatalf("import %s", r.body)
+	}
+	rec := listOne(t, e, tok, "IMP2")
+	if rec["tokentype"] != "totp" || rec["otplen"] != float64(8) || at(rec, "info.timeStep") != "60" || at(rec, "info.tokenkind") != "hardware" {
+		t.Errorf("imported totp %v", rec)
+	}
+	if rs := rec["realms"].([]any); len(rs) != 1 || rs[0] != "realm1" {
+		t.Errorf("realms %v", rs)
+	}
+	if r, _ := e.s.Tokens().CheckOTP(t.Context(), "IMP1", rfcHOTP[0], nil); !r.OK {
+		t.Error("imported seed does not work")
+	}
+	// the existing token was not replaced
+	if r, _ := e.s.Tokens().CheckOTP(t.Context(), "EXIST1", rfcHOTP[0], nil); !r.OK {
+		t.Error("existing token changed")
+	}
+	bad, ctype := multipartFormBody(t, [][2]string{{"type", "pskc"}}, [][3]string{{"file", "t.xml", `<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa">]><KeyContainer/>`}})
+	r = e.do(t, "POST", "/token/load/t.xml", ctype, bad, map[string]string{"Authorization": tok})
+	if r.status != 400 || at(r.json, "result.error.code") != float64(304) {
+		t.Errorf("malformed pskc: %s", r.body)
+	}
+	big, ctype := multipartFormBody(t, [][2]string{{"type", "oathcsv"}}, [][3]string{{"file", "big.csv", strings.Repeat("X,00,hotp,6\n", 200000)}})
+	r = e.do(t, "POST", "/token/load/big.csv", ctype, big, map[string]string{"Authorization": tok})
+	if r.status < 400 || at(r.json, "result.status") != false {
+		t.Errorf("oversized import: %d", r.status)
+	}
+	wantError(t, e.admin(t, tok, "POST", "/token/load/x", form("type", "oathcsv")), 400, 905, "ERR905: Missing parameter: file")
+}
