@@ -85,6 +85,9 @@ func enrollOATH(e *Enroll, typ string, period int) error {
 	if !e.New && t.RolloutState == StateClientWait && p.Has("otpkey") {
 		return finish2Step(e)
 	}
+	if t.Info[InfoHashlib] == "" {
+		t.SetInfo(InfoHashlib, string(otp.SHA1))
+	}
 	if err := otp.ValidateDigits(t.OTPLen); err != nil {
 		return paramErr("otplen must be a number from %d to %d", otp.MinDigits, otp.MaxDigits)
 	}
