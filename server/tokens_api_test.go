@@ -383,3 +383,44 @@ func TestTokenLoadAPI(t *testing.T) {
 	}
 	wantError(t, e.admin(t, tok, "POST", "/token/load/x", form("type", "oathcsv")), 400, 905, "ERR905: Missing parameter: file")
 }
+
+func TestTokenLostAndBaseTypesAPI(t *testing.T) {
+	e, tok := tokenEnv(t)
+	wantOK(t, e.admin(t, tok, "POST", "/token/init", form("serial", "L1", "otpkey", rfcKeyHex, "user", "alice", "realm", "realm1", "pin", "pin1")))
+	wantOK(t, e.admin(t, tok, "POST", "/token/init", form("serial", "L2", "otpkey", rfcKeyHex)))
+	wantError(t, e.admin(t, tok, "POST", "/token/lost/L2", ""), 400, 2012, "ERR2012: You can only define a lost token for an assigned token.")
+	alice := userLogin(t, e, "alice@realm1", "alice-Pw1")
+	v := wantOK(t, e.admin(t, alice, "POST", "/token/lost/L1", "")).(map[string]any)
+	pw, _ := v["password"].(string)
+	if v["serial"] != "lostL1" || len(pw) != 16 || v["init"] != true || v["disable"] != float64(1) || v["end_date"] == "" {
+		t.Fatalf("lost %v", v)
+	}
+	if listOne(t, e, tok, "L1")["active"] != false {
+		t.Error("lost token still active")
+	}
+	rec := listOne(t, e, tok, "lostL1")
+	if rec["tokentype"] != "pw" || rec["username"] != "alice" || at(rec, "info.validity_period_end") != v["end_date"] {
+		t.Errorf("replacement %v", rec)
+	}
+	if r, _ := e.s.Tokens().CheckOTP(t.Context(), "lostL1", pw, nil); !r.OK {
+		t.Error("the replacement password does not work")
+	}
+	lost, _ := e.s.Tokens().Get(t.Context(), "lostL1")
+	if ok, _ := e.s.Tokens().CheckPIN(t.Context(), lost, "pin1"); !ok {
+		t.Error("PIN not copied to the replacement")
+	}
+	wantError(t, e.admin(t, tok, "POST", "/token/init", form("type", "spass", "genkey", "1", "otpkey", "00")), 400, 344,
+		"ERR344: [ParameterError] You may either specify genkey or otpkey, but not both!")
+	r := e.admin(t, tok, "POST", "/token/init", form("type", "sshkey", "sshkey", "ssh-dss AAAAB3NzaC1kc3MAAACBAP1 x"))
+	if r.status != 400 || at(r.json, "result.error.message") != "ERR301: The keytype you specified is not supported." {
+		t.Errorf("sshkey type: %s", r.body)
+	}
+	r = e.admin(t, tok, "POST", "/token/init", form("type", "registration", "user", "bob", "realm", "realm1"))
+	if code, _ := at(r.json, "detail.registrationcode").(string); wantOK(t, r) != true || len(code) != 24 {
+		t.Errorf("registration %s", r.body)
+	}
+	r = e.admin(t, tok, "POST", "/token/init", form("type", "paper", "otpkey", rfcKeyHex, "papertoken_count", "3"))
+	if otps := at(r.json, "detail.otps").(map[string]any); len(otps) != 3 || otps["1"] != rfcHOTP[1] {
+		t.Errorf("paper %s", r.body)
+	}
+}
