@@ -710,16 +710,9 @@ func getTokenChallenges(c *call) (answer, error) {
 			f.Serials = append(f.Serials, t.Serial)
 		}
 	}
-	page, err := c.p.integer("page", 1)
+	page, size, err := c.pageParams()
 	if err != nil {
 		return answer{}, err
-	}
-	size, err := c.p.integer("pagesize", 15)
-	if err != nil {
-		return answer{}, err
-	}
-	if page < 1 || size < 1 || size > 10000 {
-		return answer{}, apierr.New(apierr.Parameter, "page must be at least 1 and pagesize from 1 to 10000")
 	}
 	list, err := c.a.s.Tokens().Challenges(c.ctx, f)
 	if err != nil {

@@ -334,16 +334,9 @@ func getTokens(c *call) (answer, error) {
 		return answer{}, apierr.New(apierr.Parameter, "sortby must be one of "+strings.Join(token.SortColumns, ", "))
 	}
 	desc := strings.EqualFold(str("sortdir"), "desc")
-	page, err := c.p.integer("page", 1)
+	page, size, err := c.pageParams()
 	if err != nil {
 		return answer{}, err
-	}
-	size, err := c.p.integer("pagesize", 15)
-	if err != nil {
-		return answer{}, err
-	}
-	if page < 1 || size < 1 || size > 10000 {
-		return answer{}, apierr.New(apierr.Parameter, "page must be at least 1 and pagesize from 1 to 10000")
 	}
 	csvOut := strings.EqualFold(str("outform"), "csv")
 	if csvOut {
@@ -454,4 +447,18 @@ func pinContentsOK(pin, spec string) bool {
 		}
 	}
 	return true
+}
+
+// pageParams reads page (1-based, default 1) and pagesize (default 15).
+func (c *call) pageParams() (page, size int, err error) {
+	if page, err = c.p.integer("page", 1); err != nil {
+		return 0, 0, err
+	}
+	if size, err = c.p.integer("pagesize", 15); err != nil {
+		return 0, 0, err
+	}
+	if page < 1 || size < 1 || size > 10000 {
+		return 0, 0, apierr.New(apierr.Parameter, "page must be at least 1 and pagesize from 1 to 10000")
+	}
+	return page, size, nil
 }

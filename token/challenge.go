@@ -189,71 +189,49 @@ func (s *Service) ChallengeAnswered(ctx context.Context, txid, serial string, va
 // DeleteTransaction removes every challenge of a transaction and returns
 // how many there were.
 func (s *Service) DeleteTransaction(ctx context.Context, txid string) (int, error) {
-	n := 0
-	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
-		n = 0
-		b := tx.Bucket(bucketChallenges)
-		var keys [][]byte
-		if err := b.ForEach([]byte(txid+"\x00"), func(k, _ []byte) error {
-			keys = append(keys, append([]byte(nil), k...))
-			return nil
-		}); err != nil {
-			return err
-		}
-		for _, k := range keys {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		n = len(keys)
-		return nil
-	})
-	return n, err
+	return s.deleteChallenges(ctx, []byte(txid+"\x00"), func(_, _ []byte) bool { return true })
 }
 
 // CleanupChallenges removes expired challenges and returns how many.
 func (s *Service) CleanupChallenges(ctx context.Context) (int, error) {
 	now := s.cfg.Now()
+	return s.deleteChallenges(ctx, nil, func(_, v []byte) bool {
+		var r challengeRecord
+		return json.Unmarshal(v, &r) != nil || !now.Before(r.Expiration)
+	})
+}
+
+func (s *Service) deleteChallenges(ctx context.Context, prefix []byte, drop func(k, v []byte) bool) (int, error) {
 	n := 0
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
-		n = 0
-		b := tx.Bucket(bucketChallenges)
-		var keys [][]byte
-		if err := b.ForEach(nil, func(k, v []byte) error {
-			var r challengeRecord
-			if json.Unmarshal(v, &r) != nil || !now.Before(r.Expiration) {
-				keys = append(keys, append([]byte(nil), k...))
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		for _, k := range keys {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		n = len(keys)
-		return nil
+		var err error
+		n, err = deleteChallengesTx(tx, prefix, drop)
+		return err
 	})
 	return n, err
 }
 
-func deleteChallengesOf(tx store.Tx, serial string) error {
+// deleteChallengesTx deletes the challenges under prefix that drop selects.
+func deleteChallengesTx(tx store.Tx, prefix []byte, drop func(k, v []byte) bool) (int, error) {
 	b := tx.Bucket(bucketChallenges)
 	var keys [][]byte
-	if err := b.ForEach(nil, func(k, _ []byte) error {
-		if strings.HasSuffix(string(k), "\x00"+serial) {
+	if err := b.ForEach(prefix, func(k, v []byte) error {
+		if drop(k, v) {
 			keys = append(keys, append([]byte(nil), k...))
 		}
 		return nil
 	}); err != nil {
-		return err
+		return 0, err
 	}
 	for _, k := range keys {
 		if err := b.Delete(k); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return len(keys), nil
+}
+
+func deleteChallengesOf(tx store.Tx, serial string) error {
+	_, err := deleteChallengesTx(tx, nil, func(k, _ []byte) bool { return strings.HasSuffix(string(k), "\x00"+serial) })
+	return err
 }
