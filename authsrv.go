@@ -36,6 +36,7 @@ import (
 	"github.com/authsrv/authsrv/store/bolt"
 	"github.com/authsrv/authsrv/token"
 	"github.com/authsrv/authsrv/user"
+	"github.com/authsrv/authsrv/validate"
 )
 
 // Version is the release of this module.
@@ -77,6 +78,7 @@ type Server struct {
 	audit     *audit.Log
 	notify    *notify.Service
 	tokens    *token.Service
+	validator *validate.Validator
 
 	started   atomic.Bool
 	closeOnce sync.Once
@@ -230,8 +232,13 @@ func (s *Server) open() error {
 	s.tokens = token.New(token.Config{Store: s.st, Sealer: sealer, Hasher: hasher, Notify: s.notify,
 		Types: reg, Settings: c.tokenSettings, Now: c.now, Rand: c.rand})
 	s.realms.SetTokenCheck(token.RealmHasOwners)
+	s.validator = validate.New(validate.Config{Tokens: s.tokens, Realms: s.realms, Policies: s.policies, Now: c.now})
 	return nil
 }
+
+// Validator returns the authentication decision (/validate/check as a
+// Go API).
+func (s *Server) Validator() *validate.Validator { return s.validator }
 
 // Tokens returns the token service.
 func (s *Server) Tokens() *token.Service { return s.tokens }

@@ -531,6 +531,15 @@ var publicByDesign = map[string]bool{
 	"GET /healthz/readyz":     true,
 	"POST /auth":              true,
 	"GET /healthz/resolversz": true,
+	// Authentication requests of clients (VPN, PAM, RADIUS, SAML).
+	"GET /validate/check":                           true,
+	"POST /validate/check":                          true,
+	"GET /validate/samlcheck":                       true,
+	"POST /validate/samlcheck":                      true,
+	"GET /validate/radiuscheck":                     true,
+	"POST /validate/radiuscheck":                    true,
+	"GET /validate/polltransaction":                 true,
+	"GET /validate/polltransaction/:transaction_id": true,
 }
 
 // adminByRole lists the admin endpoints that privacyIDEA guards by the

@@ -25,6 +25,19 @@ func (a *api) routes() {
 	// Authentication.
 	a.handle(http.MethodPost, "/auth", endpoint{access: public, authLimit: true, fn: postAuth})
 
+	// Validation: anonymous, small bodies, envelope id 2.
+	for _, v := range []struct {
+		path string
+		fn   func(c *call) (answer, error)
+	}{{"/validate/check", validateCheck}, {"/validate/samlcheck", validateSAMLCheck}, {"/validate/radiuscheck", validateRadiusCheck}} {
+		a.handle(http.MethodGet, v.path, endpoint{access: public, authLimit: true, auth: true, fn: v.fn})
+		a.handle(http.MethodPost, v.path, endpoint{access: public, authLimit: true, auth: true, fn: v.fn})
+	}
+	a.handle(http.MethodGet, "/validate/triggerchallenge", endpoint{access: adminRole, action: "triggerchallenge", auth: true, fn: validateTrigger})
+	a.handle(http.MethodPost, "/validate/triggerchallenge", endpoint{access: adminRole, action: "triggerchallenge", auth: true, fn: validateTrigger})
+	a.handle(http.MethodGet, "/validate/polltransaction", endpoint{access: public, authLimit: true, fn: validatePoll})
+	a.handle(http.MethodGet, "/validate/polltransaction/:transaction_id", endpoint{access: public, authLimit: true, fn: validatePoll})
+
 	// Realms and the default realm.
 	a.handle(http.MethodGet, "/realm/", endpoint{access: adminRole, fn: getRealms})
 	a.handle(http.MethodGet, "/realm/superuser", endpoint{access: adminRole, fn: getSuperuserRealms})

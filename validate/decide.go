@@ -1,0 +1,466 @@
+package validate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/policy"
+	"github.com/authsrv/authsrv/token"
+)
+
+// candidate is a token under consideration with its split password.
+type candidate struct {
+	t        *token.Token
+	pin, otp string
+	m        token.Match
+}
+
+// split divides pass into PIN and OTP for t (PIN first; the OTP is the
+// last otplen characters). ok is false when pass is shorter than otplen.
+func split(t *token.Token, pass string, pinOnly bool) (pin, otp string, ok bool) {
+	if pinOnly {
+		return pass, "", true
+	}
+	r := []rune(pass)
+	if len(r) < t.OTPLen {
+		return "", "", false
+	}
+	return string(r[:len(r)-t.OTPLen]), string(r[len(r)-t.OTPLen:]), true
+}
+
+// pinChecker checks PIN parts under the otppin policy, each user store
+// password at most once per request.
+type pinChecker struct {
+	q    *req
+	mode string
+	memo map[string]bool
+}
+
+func (p *pinChecker) check(ctx context.Context, t *token.Token, pin string) (bool, error) {
+	switch p.mode {
+	case "none":
+		return pin == "", nil
+	case "userstore":
+		if !t.Assigned() || p.q.in == nil {
+			return false, nil
+		}
+		if v, ok := p.memo[pin]; ok {
+			return v, nil
+		}
+		ok, err := p.q.in.CheckPassword(ctx, p.q.u.UID, pin)
+		if err != nil {
+			return false, err
+		}
+		p.memo[pin] = ok
+		return ok, nil
+	}
+	return p.q.v.cfg.Tokens.CheckPIN(ctx, t, pin)
+}
+
+// decide runs privacyIDEA's check_token_list over the candidate tokens.
+func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) {
+	svc := q.v.cfg.Tokens
+	now := q.v.cfg.Now()
+	var toks []*token.Token
+	for _, t := range all {
+		if !t.Revoked {
+			toks = append(toks, t)
+		}
+	}
+	if len(toks) == 0 {
+		return Response{}, ErrAllRevoked
+	}
+	if v, err := q.policyValue(ctx, policy.ScopeAuthentication, "disabled_token_types", q.u); err != nil {
+		return Response{}, err
+	} else if v != "" {
+		off := strings.Fields(strings.ToLower(v))
+		toks = slices.DeleteFunc(toks, func(t *token.Token) bool { return slices.Contains(off, t.Type) })
+	}
+	slices.SortStableFunc(toks, func(a, b *token.Token) int { return strings.Compare(a.Type[:1], b.Type[:1]) })
+
+	var usable []*token.Token
+	var reasons []string
+	for _, t := range toks {
+		if why := svc.Unusable(t, now); why != "" {
+			if !slices.Contains(reasons, why) {
+				reasons = append(reasons, why)
+			}
+			continue
+		}
+		usable = append(usable, t)
+	}
+	if len(toks) == 0 {
+		return Response{User: q.u, Detail: map[string]any{"message": MsgNoSuitable}}, nil
+	}
+	if q.r.TransactionID != "" {
+		return q.answer(ctx, usable, toks)
+	}
+	if len(usable) == 0 {
+		return Response{User: q.u, Detail: map[string]any{"message": strings.Join(reasons, ", ")}}, nil
+	}
+
+	mode, err := q.policyValue(ctx, policy.ScopeAuthentication, "otppin", q.u)
+	if err != nil {
+		return Response{}, err
+	}
+	pc := &pinChecker{q: q, mode: strings.ToLower(mode), memo: map[string]bool{}}
+	// Phase 1: the OTP decides which token's PIN is worth a key derivation.
+	cands := make([]*candidate, 0, len(usable))
+	for _, t := range usable {
+		pinOnly := isPINOnly(svc, t)
+		pin, otp, ok := split(t, q.r.Pass, pinOnly)
+		c := &candidate{t: t, pin: pin, otp: otp}
+		cands = append(cands, c)
+		if !ok {
+			continue
+		}
+		m, err := svc.Verify(ctx, t, otp, q.r.Options, nil)
+		if err != nil && !errors.Is(err, token.ErrCorrupt) {
+			return Response{}, err
+		}
+		c.m = m
+	}
+	for _, c := range cands {
+		if !c.m.OK {
+			continue
+		}
+		ok, err := pc.check(ctx, c.t, c.pin)
+		if err != nil {
+			return Response{}, err
+		}
+		if !ok {
+			continue
+		}
+		committed, err := svc.Commit(ctx, c.t.Serial, c.m)
+		var ue *token.UnusableError
+		switch {
+		case errors.Is(err, token.ErrReplay):
+			c.m = token.Match{Message: token.MsgReplayed}
+			continue
+		case errors.As(err, &ue):
+			c.m = token.Match{}
+			continue
+		case err != nil:
+			return Response{}, err
+		}
+		if err := q.resetAll(ctx, committed); err != nil {
+			return Response{}, err
+		}
+		return Response{Value: true, User: q.u, Detail: detailOne(fmt.Sprintf(MsgMatching, 1), committed)}, nil
+	}
+
+	// Phase 2: no success. PIN alone → challenge; PIN right → wrong OTP.
+	crTypes, err := q.policyValue(ctx, policy.ScopeAuthentication, "challenge_response", q.u)
+	if err != nil {
+		return Response{}, err
+	}
+	crList := strings.Fields(strings.ToLower(crTypes))
+	var challengeReq, pinMatched []*candidate
+	for _, c := range cands {
+		if canChallenge(c.t, crList) {
+			ok, err := pc.check(ctx, c.t, q.r.Pass)
+			if err != nil {
+				return Response{}, err
+			}
+			if ok {
+				challengeReq = append(challengeReq, c)
+				continue
+			}
+		}
+		if c.m.OK || c.m.Message != "" || len([]rune(q.r.Pass)) >= c.t.OTPLen {
+			if _, _, fits := split(c.t, q.r.Pass, isPINOnly(svc, c.t)); fits {
+				ok, err := pc.check(ctx, c.t, c.pin)
+				if err != nil {
+					return Response{}, err
+				}
+				if ok && !isPINOnly(svc, c.t) {
+					pinMatched = append(pinMatched, c)
+				}
+			}
+		}
+	}
+	if len(challengeReq) > 0 {
+		return q.challenge(ctx, challengeReq)
+	}
+	if len(pinMatched) > 0 {
+		for _, c := range pinMatched {
+			if err := svc.Fail(ctx, c.t.Serial, true); err != nil {
+				return Response{}, err
+			}
+		}
+		msg := token.MsgWrongOTP
+		if len(pinMatched) == 1 {
+			if pinMatched[0].m.Message == token.MsgReplayed {
+				msg = token.MsgReplayed
+			}
+			d := detailOne(msg, pinMatched[0].t)
+			return Response{User: q.u, Detail: d}, nil
+		}
+		return Response{User: q.u, Detail: map[string]any{"message": msg}}, nil
+	}
+	for _, c := range cands {
+		if err := svc.Fail(ctx, c.t.Serial, true); err != nil {
+			return Response{}, err
+		}
+	}
+	return Response{User: q.u, Detail: map[string]any{"message": MsgWrongPIN}}, nil
+}
+
+func isPINOnly(svc *token.Service, t *token.Token) bool {
+	typ, ok := svc.Types().Get(t.Type)
+	if !ok {
+		return false
+	}
+	p, ok := typ.(token.PINOnly)
+	return ok && p.PINOnly()
+}
+
+func canChallenge(t *token.Token, policyTypes []string) bool {
+	if neverChallenge[t.Type] {
+		return false
+	}
+	return challengeOnly[t.Type] || slices.Contains(policyTypes, t.Type)
+}
+
+// resetAll applies reset_all_user_tokens after a success.
+func (q *req) resetAll(ctx context.Context, t *token.Token) error {
+	if !t.Assigned() {
+		return nil
+	}
+	name, err := q.policyName(ctx, policy.ScopeAuthentication, "reset_all_user_tokens", q.u)
+	if err != nil || name == "" {
+		return err
+	}
+	toks, err := q.v.cfg.Tokens.ByOwner(ctx, *t.Owner)
+	if err != nil {
+		return err
+	}
+	for _, o := range toks {
+		if o.FailCount > 0 && !o.Locked {
+			if _, err := q.v.cfg.Tokens.Reset(ctx, o.Serial); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// answer checks a challenge answer: only tokens holding a challenge of the
+// transaction are asked, with the password as OTP.
+func (q *req) answer(ctx context.Context, usable, all []*token.Token) (Response, error) {
+	svc := q.v.cfg.Tokens
+	now := q.v.cfg.Now()
+	chs, err := svc.Challenges(ctx, token.ChallengeFilter{TransactionID: q.r.TransactionID, IncludeExpired: true})
+	if err != nil {
+		return Response{}, err
+	}
+	bySerial := map[string]*token.Challenge{}
+	for i := range chs {
+		bySerial[chs[i].Serial] = &chs[i]
+	}
+	var responders []*token.Token
+	for _, t := range usable {
+		if _, ok := bySerial[t.Serial]; ok {
+			responders = append(responders, t)
+		}
+	}
+	if len(responders) == 0 {
+		for _, t := range all {
+			if err := svc.Fail(ctx, t.Serial, true); err != nil {
+				return Response{}, err
+			}
+		}
+		return Response{User: q.u, Detail: map[string]any{"message": MsgWrongPIN}}, nil
+	}
+	for _, t := range responders {
+		ch := bySerial[t.Serial]
+		if !now.Before(ch.Expiration) {
+			continue
+		}
+		m, err := svc.Verify(ctx, t, q.r.Pass, q.r.Options, ch)
+		if err != nil && !errors.Is(err, token.ErrCorrupt) {
+			return Response{}, err
+		}
+		if !m.OK {
+			continue
+		}
+		committed, err := svc.Commit(ctx, t.Serial, m)
+		if errors.Is(err, token.ErrReplay) {
+			continue
+		}
+		var ue *token.UnusableError
+		if errors.As(err, &ue) {
+			continue
+		}
+		if err != nil {
+			return Response{}, err
+		}
+		if _, err := svc.DeleteTransaction(ctx, q.r.TransactionID); err != nil {
+			return Response{}, err
+		}
+		if err := q.resetAll(ctx, committed); err != nil {
+			return Response{}, err
+		}
+		return Response{Value: true, User: q.u, Detail: detailOne(MsgFoundChallenge, committed)}, nil
+	}
+	for _, t := range responders {
+		if err := svc.ChallengeAnswered(ctx, q.r.TransactionID, t.Serial, false); err != nil {
+			return Response{}, err
+		}
+		if err := svc.Fail(ctx, t.Serial, true); err != nil {
+			return Response{}, err
+		}
+	}
+	if len(responders) == 1 {
+		d := detailOne(MsgResponseNoMatch, responders[0])
+		delete(d, "otplen")
+		return Response{User: q.u, Detail: d}, nil
+	}
+	return Response{User: q.u, Detail: map[string]any{"message": fmt.Sprintf(MsgResponseNoMatchN, len(responders))}}, nil
+}
+
+// challenge triggers a challenge for each token whose PIN was the whole
+// password, all under one transaction id.
+func (q *req) challenge(ctx context.Context, cands []*candidate) (Response, error) {
+	toks := make([]*token.Token, len(cands))
+	for i, c := range cands {
+		toks[i] = c.t
+	}
+	return q.trigger(ctx, toks)
+}
+
+// trigger creates the challenges of toks and builds the response.
+func (q *req) trigger(ctx context.Context, toks []*token.Token) (Response, error) {
+	svc := q.v.cfg.Tokens
+	txid, err := svc.NewTransactionID()
+	if err != nil {
+		return Response{}, err
+	}
+	text, err := q.policyValue(ctx, policy.ScopeAuthentication, "challenge_text", q.u)
+	if err != nil {
+		return Response{}, err
+	}
+	incFail, err := q.policyName(ctx, policy.ScopeAuthentication, "increase_failcounter_on_challenge", q.u)
+	if err != nil {
+		return Response{}, err
+	}
+	opts := token.Params{}
+	for k, v := range q.r.Options {
+		opts[k] = v
+	}
+	for _, a := range []string{"emailtext", "emailsubject", "smstext", "email_challenge_text", "sms_challenge_text", "indexedsecret_challenge_text", "indexedsecret_count"} {
+		if v, err := q.policyValue(ctx, policy.ScopeAuthentication, a, q.u); err != nil {
+			return Response{}, err
+		} else if v != "" {
+			opts[a] = v
+		}
+	}
+	info := map[string]string{}
+	if q.in != nil && q.u.UID != "" {
+		if ui, err := q.in.User(ctx, q.u.UID); err == nil {
+			for k, v := range ui {
+				if s, ok := v.(string); ok {
+					info[k] = s
+				}
+			}
+		}
+	}
+	var multi []map[string]any
+	var messages, tids []string
+	var last map[string]any
+	var sendErr error
+	for _, t := range toks {
+		if svc.Unusable(t, q.v.cfg.Now()) != "" {
+			continue
+		}
+		res, _, err := svc.CreateChallenge(ctx, t, txid, "", opts, info)
+		if err != nil {
+			sendErr = err
+			continue
+		}
+		msg := res.Message
+		if _, own := challengeOnly[t.Type]; !own && text != "" {
+			msg = strings.ReplaceAll(text, `\,`, ",")
+		}
+		entry := map[string]any{"transaction_id": txid, "serial": t.Serial, "type": t.Type, "client_mode": res.ClientMode, "message": msg}
+		if len(res.Attributes) > 0 {
+			entry["attributes"] = res.Attributes
+		}
+		multi = append(multi, entry)
+		if !slices.Contains(messages, msg) {
+			messages = append(messages, msg)
+		}
+		tids = append(tids, txid)
+		last = entry
+		if incFail != "" {
+			if err := svc.Fail(ctx, t.Serial, false); err != nil {
+				return Response{}, err
+			}
+		}
+	}
+	if len(multi) == 0 {
+		if sendErr != nil {
+			return Response{User: q.u, SendFailed: true, Detail: map[string]any{"message": sendErr.Error()}}, sendErrIfInternal(sendErr)
+		}
+		return Response{User: q.u, Detail: map[string]any{"message": MsgNoActiveCR}}, nil
+	}
+	all := make([]string, 0, len(multi))
+	for _, m := range multi {
+		all = append(all, m["message"].(string))
+	}
+	d := map[string]any{
+		"message": strings.Join(messages, ", "), "messages": all, "multi_challenge": multi,
+		"transaction_id": txid, "transaction_ids": tids, "preferred_client_mode": "interactive",
+	}
+	for _, k := range []string{"serial", "type", "client_mode", "attributes"} {
+		if v, ok := last[k]; ok {
+			d[k] = v
+		}
+	}
+	return Response{User: q.u, Challenge: true, Detail: d}, nil
+}
+
+// sendErrIfInternal keeps coded send errors out of the error path (they
+// become the detail message); others are returned.
+func sendErrIfInternal(err error) error {
+	if _, ok := errors.AsType[*apierr.Error](err); ok {
+		return nil
+	}
+	return err
+}
+
+// Trigger is /validate/triggerchallenge: challenges for all of a user's
+// (or one serial's) challenge-capable tokens without a PIN.
+func (v *Validator) Trigger(ctx context.Context, r Request) (Response, error) {
+	if r.Serial == "" && r.User == "" {
+		return Response{}, ErrNoTarget
+	}
+	q := &req{v: v, r: r}
+	var toks []*token.Token
+	if r.User != "" {
+		if err := q.resolveUser(ctx); err != nil {
+			return Response{}, err
+		}
+		if !q.found {
+			return Response{}, errUnknownUser(q)
+		}
+	}
+	if r.Serial != "" {
+		t, err := v.cfg.Tokens.Get(ctx, r.Serial)
+		if err != nil {
+			return Response{}, err
+		}
+		toks = []*token.Token{t}
+	} else {
+		var err error
+		if toks, err = v.cfg.Tokens.ByOwner(ctx, q.u); err != nil {
+			return Response{}, err
+		}
+	}
+	toks = slices.DeleteFunc(toks, func(t *token.Token) bool { return neverChallenge[t.Type] || t.Revoked })
+	return q.trigger(ctx, toks)
+}
