@@ -22,6 +22,7 @@ const module = "github.com/authsrv/authsrv"
 // floor.
 var floors = map[string]float64{
 	"cmd/authsrv":        7,
+	"cmd/authbench":      7,
 	"examples/*":         7,
 	"server":             6,
 	"":                   5, // the root package authsrv
