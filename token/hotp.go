@@ -91,7 +91,7 @@ func enrollOATH(e *Enroll, typ string, period int) error {
 	if err := otp.ValidateDigits(t.OTPLen); err != nil {
 		return paramErr("otplen must be a number from %d to %d", otp.MinDigits, otp.MaxDigits)
 	}
-	key, generated, err := keyFromParams(e, true)
+	key, _, err := keyFromParams(e, true)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,6 @@ func enrollOATH(e *Enroll, typ string, period int) error {
 	}
 	e.Key = key
 	e.Detail["otpkey"] = keyDetail(key, true)
-	_ = generated
 	return addURLs(e, key, typ, period)
 }
 

@@ -2,7 +2,6 @@ package token
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -500,11 +499,6 @@ func (s *Service) GetSerial(ctx context.Context, otpValue string, f GetSerialFil
 	}
 	return "", len(cands), nil
 }
-
-// TimeFormat of creation dates, exported for callers that render them.
-func TimeFormat() string { return creationLayout }
-
-var _ = fmt.Sprint
 
 // RollForward protects restored data against replay: every TOTP-like
 // token's last used step is set to the current step (and motp's to the

@@ -1,7 +1,6 @@
 package token
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -396,5 +395,3 @@ func ownerEqual(a, b *user.User) bool {
 	}
 	return strings.EqualFold(a.Realm, b.Realm) && a.Resolver == b.Resolver && a.UID == b.UID
 }
-
-var _ = bytes.Equal

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -235,7 +234,10 @@ func (q *req) serialPath(ctx context.Context) (Response, error) {
 			return Response{}, err
 		}
 		if m.OK {
-			if _, err := svc.Commit(ctx, t.Serial, otpOnlyMatch(m)); err == nil {
+			// Commit still refuses a disabled or blocked token (privacyIDEA
+			// skips those checks for otponly; we do not let a disabled
+			// token authenticate).
+			if _, err := svc.Commit(ctx, t.Serial, m); err == nil {
 				return Response{Value: true, User: q.u, Detail: detailOne(MsgMatching1(), t)}, nil
 			}
 		}
@@ -247,11 +249,6 @@ func (q *req) serialPath(ctx context.Context) (Response, error) {
 // MsgMatching1 is the success message of one token.
 func MsgMatching1() string { return fmt.Sprintf(MsgMatching, 1) }
 
-// otpOnlyMatch keeps the counter advance of an otponly check but not the
-// state checks (privacyIDEA skips active and failcounter there). Commit
-// still refuses an unusable token; that is deliberate: a disabled token
-// must not authenticate.
-func otpOnlyMatch(m token.Match) token.Match { return m }
 
 func (q *req) userPath(ctx context.Context) (Response, error) {
 	if !q.found {
@@ -303,8 +300,6 @@ func typeOf(toks []*token.Token) string {
 	}
 	return typ
 }
-
-var _ = slices.Contains[[]string]
 
 func errUnknownUser(q *req) error {
 	return apierr.New(apierr.User, fmt.Sprintf("User %s does not exist.", q.u.String()))
