@@ -249,7 +249,6 @@ func (q *req) serialPath(ctx context.Context) (Response, error) {
 // MsgMatching1 is the success message of one token.
 func MsgMatching1() string { return fmt.Sprintf(MsgMatching, 1) }
 
-
 func (q *req) userPath(ctx context.Context) (Response, error) {
 	if !q.found {
 		if name, err := q.policyName(ctx, policy.ScopeAuthentication, "passOnNoUser", q.u); err != nil {
