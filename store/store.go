@@ -189,3 +189,24 @@ func BumpConfigRevision(tx Tx) (uint64, error) {
 	}
 	return n, nil
 }
+
+// DeleteWhere deletes the keys under prefix for which drop returns true
+// (drop sees each key and value) and returns how many it deleted. The keys
+// are collected first and deleted after the walk.
+func DeleteWhere(b Bucket, prefix []byte, drop func(k, v []byte) bool) (int, error) {
+	var keys [][]byte
+	if err := b.ForEach(prefix, func(k, v []byte) error {
+		if drop(k, v) {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
+}

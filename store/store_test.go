@@ -91,3 +91,29 @@ func TestConfigRevisionOrder(t *testing.T) {
 		t.Errorf("revisions = %v, want [1 2 3]", got)
 	}
 }
+
+func TestDeleteWhere(t *testing.T) {
+	st := storetest.Open(t)
+	var n int
+	err := st.Update(t.Context(), func(tx store.Tx) error {
+		b := tx.Bucket("b")
+		for _, k := range []string{"a/1", "a/2", "a/3", "b/1"} {
+			if err := b.Put([]byte(k), []byte(k[len(k)-1:])); err != nil {
+				return err
+			}
+		}
+		var err error
+		n, err = store.DeleteWhere(b, []byte("a/"), func(_, v []byte) bool { return string(v) != "2" })
+		return err
+	})
+	if err != nil || n != 2 {
+		t.Fatalf("deleted %d, %v", n, err)
+	}
+	var left []string
+	_ = st.View(t.Context(), func(tx store.Tx) error {
+		return tx.Bucket("b").ForEach(nil, func(k, _ []byte) error { left = append(left, string(k)); return nil })
+	})
+	if !slices.Equal(left, []string{"a/2", "b/1"}) {
+		t.Fatalf("left %v", left)
+	}
+}

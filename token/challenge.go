@@ -213,22 +213,7 @@ func (s *Service) deleteChallenges(ctx context.Context, prefix []byte, drop func
 
 // deleteChallengesTx deletes the challenges under prefix that drop selects.
 func deleteChallengesTx(tx store.Tx, prefix []byte, drop func(k, v []byte) bool) (int, error) {
-	b := tx.Bucket(bucketChallenges)
-	var keys [][]byte
-	if err := b.ForEach(prefix, func(k, v []byte) error {
-		if drop(k, v) {
-			keys = append(keys, append([]byte(nil), k...))
-		}
-		return nil
-	}); err != nil {
-		return 0, err
-	}
-	for _, k := range keys {
-		if err := b.Delete(k); err != nil {
-			return 0, err
-		}
-	}
-	return len(keys), nil
+	return store.DeleteWhere(tx.Bucket(bucketChallenges), prefix, drop)
 }
 
 func deleteChallengesOf(tx store.Tx, serial string) error {

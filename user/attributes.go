@@ -168,20 +168,7 @@ func (a *Attributes) RealmKeys(tx store.Tx, realm string) ([]string, error) {
 // DeleteRealm removes every attribute of realm's users inside tx and
 // returns how many were removed.
 func (a *Attributes) DeleteRealm(tx store.Tx, realm string) (int, error) {
-	b := tx.Bucket(attrBucket)
-	var keys [][]byte
-	if err := b.ForEach(realmPrefix(realm), func(k, _ []byte) error {
-		keys = append(keys, append([]byte(nil), k...))
-		return nil
-	}); err != nil {
-		return 0, err
-	}
-	for _, k := range keys {
-		if err := b.Delete(k); err != nil {
-			return 0, err
-		}
-	}
-	return len(keys), nil
+	return store.DeleteWhere(tx.Bucket(attrBucket), realmPrefix(realm), func(_, _ []byte) bool { return true })
 }
 
 // Exist reports whether any custom attribute is stored at all (user lists
