@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,31 +12,22 @@ import (
 	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/token"
 	"github.com/authsrv/authsrv/user"
+	"github.com/authsrv/authsrv/validate"
 )
 
-var errNoTarget = apierr.New(apierr.Parameter, "You need to specify a serial, user or credential_id.")
-
-// tokenParams are the request parameters as strings, for the token
-// package (JSON lists become comma lists; other JSON values their text).
+// tokenParams are the request parameters as strings for the token
+// package: as configParams, but JSON lists become comma lists and null
+// values are left out.
 func (c *call) tokenParams() token.Params {
-	out := token.Params{}
+	cfg, _ := c.configParams()
+	out := token.Params(cfg)
 	for _, k := range c.p.keys() {
-		raw, _ := c.p.raw(k)
-		switch v := raw.(type) {
-		case string:
-			out[k] = v
-		case json.Number:
-			out[k] = v.String()
-		case bool:
-			out[k] = strconv.FormatBool(v)
+		switch raw, _ := c.p.raw(k); raw.(type) {
 		case nil:
+			delete(out, k)
 		case []any:
 			if l, err := c.p.list(k); err == nil {
 				out[k] = strings.Join(l, ",")
-			}
-		case map[string]any:
-			if b, err := json.Marshal(v); err == nil {
-				out[k] = string(b)
 			}
 		}
 	}
@@ -205,7 +195,7 @@ func (c *call) targetTokens(allowUser bool) (toks []*token.Token, multi bool, er
 	}
 	if self == nil {
 		if !c.p.has("user") {
-			return nil, false, errNoTarget
+			return nil, false, validate.ErrNoTarget
 		}
 		u, _, err := c.targetUser()
 		if err != nil {

@@ -34,14 +34,9 @@ func (c *call) validateRequest(needPass bool) (validate.Request, error) {
 		}
 		r.Pass = str("pass")
 	}
-	opts := token.Params{}
-	for _, k := range c.p.keys() {
-		if k == "pass" || k == "password" {
-			continue
-		}
-		opts[k] = str(k)
-	}
-	r.Options = opts
+	r.Options = c.tokenParams()
+	delete(r.Options, "pass")
+	delete(r.Options, "password")
 	c.entry.User, c.entry.Realm, c.entry.Serial = r.User, r.Realm, r.Serial
 	return r, nil
 }
