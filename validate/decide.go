@@ -171,15 +171,15 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 				continue
 			}
 		}
-		if c.m.OK || c.m.Message != "" || len([]rune(q.r.Pass)) >= c.t.OTPLen {
-			if _, _, fits := split(c.t, q.r.Pass, isPINOnly(svc, c.t)); fits {
-				ok, err := pc.check(ctx, c.t, c.pin)
-				if err != nil {
-					return Response{}, err
-				}
-				if ok && !isPINOnly(svc, c.t) {
-					pinMatched = append(pinMatched, c)
-				}
+		// A pass shorter than otplen is a PIN mismatch; a PIN-only type
+		// has no "wrong OTP" outcome.
+		if _, _, fits := split(c.t, q.r.Pass, false); fits && !isPINOnly(svc, c.t) {
+			ok, err := pc.check(ctx, c.t, c.pin)
+			if err != nil {
+				return Response{}, err
+			}
+			if ok {
+				pinMatched = append(pinMatched, c)
 			}
 		}
 	}
