@@ -221,6 +221,12 @@ func (s *Service) matchCompiled(ctx context.Context, q Query) ([]*compiled, erro
 	if err != nil {
 		return nil, err
 	}
+	return s.matchSet(ctx, set, q)
+}
+
+// matchSet is matchCompiled on an already loaded set (Snapshot uses it to
+// match without a store read).
+func (s *Service) matchSet(ctx context.Context, set *compiledSet, q Query) ([]*compiled, error) {
 	agent := strings.ToLower(agentRe.FindString(q.UserAgent))
 	now := s.cfg.Now()
 	var data *ConditionData
@@ -342,11 +348,16 @@ func (s *Service) Values(ctx context.Context, q Query, unique, text bool) (map[s
 	if err != nil {
 		return nil, err
 	}
+	return values(cs, q.Action, unique, text)
+}
+
+// values collects the values cs give action (see Values).
+func values(cs []*compiled, action string, unique, text bool) (map[string][]string, error) {
 	out := map[string][]string{}
 	best := 0
 	for _, c := range cs {
 		p := &c.p
-		v, ok := c.actions[q.Action].(string)
+		v, ok := c.actions[action].(string)
 		if !ok {
 			continue
 		}
