@@ -13,7 +13,7 @@ import (
 func (c *call) validateRequest(needPass bool) (validate.Request, error) {
 	str := func(k string) string { v, _ := c.p.str(k); return v }
 	r := validate.Request{User: str("user"), Realm: str("realm"), Resolver: str("resolver"), Serial: str("serial"),
-		TransactionID: str("transaction_id"), Client: clientIP(c.r), UserAgent: c.r.UserAgent()}
+		TransactionID: str("transaction_id"), Type: str("type"), Client: clientIP(c.r), UserAgent: c.r.UserAgent()}
 	if r.TransactionID == "" {
 		r.TransactionID = str("state")
 	}
@@ -43,6 +43,7 @@ func (c *call) validateRequest(needPass bool) (validate.Request, error) {
 
 // validateAnswer turns a decision into the answer and the audit entry.
 func (c *call) validateAnswer(res validate.Response) answer {
+	c.policies = append(c.policies, res.Policies...)
 	if res.User.Login != "" {
 		c.entry.User, c.entry.Realm, c.entry.Resolver = res.User.Login, res.User.Realm, res.User.Resolver
 	}
@@ -66,6 +67,7 @@ func (c *call) check() (validate.Response, error) {
 	}
 	res, err := c.a.s.Validator().Check(c.ctx, r)
 	if err != nil {
+		c.policies = append(c.policies, res.Policies...)
 		return res, err
 	}
 	if res.SendFailed {
@@ -139,20 +141,46 @@ func validateRadiusCheck(c *call) (answer, error) {
 	return ans, nil
 }
 
-// validateTrigger is /validate/triggerchallenge (admin, triggerchallenge).
+// errTriggerNoUser is what /validate/triggerchallenge answers for an
+// unknown user: the product description's HTTP 200 with status false and
+// code 905 (privacyIDEA answers 400 with 904 here; /validate/check keeps
+// 904, which FreeRADIUS reads as NOTFOUND).
+var errTriggerNoUser = apierr.New(apierr.Parameter, "The user can not be found in any resolver in this realm!")
+
+// validateTrigger is /validate/triggerchallenge (admin, triggerchallenge):
+// value is the number of challenges made.
 func validateTrigger(c *call) (answer, error) {
 	r, err := c.validateRequest(false)
 	if err != nil {
 		return answer{}, err
 	}
 	res, err := c.a.s.Validator().Trigger(c.ctx, r)
+	if apierr.Is(err, apierr.User) {
+		c.entry.Info = auditText(errTriggerNoUser.Error(), 256)
+		return c.errorWithOK(errTriggerNoUser), nil
+	}
 	if err != nil {
+		c.policies = append(c.policies, res.Policies...)
 		return answer{}, err
 	}
 	if res.Detail == nil {
 		res.Detail = map[string]any{}
 	}
-	return c.validateAnswer(res), nil
+	ans := c.validateAnswer(res)
+	ans.value = res.Challenges
+	return ans, nil
+}
+
+// errorWithOK answers err's error envelope with HTTP 200. It is audited as
+// a rejected authentication.
+func (c *call) errorWithOK(err *apierr.Error) answer {
+	env := envelope{
+		ID: 1, JSONRPC: "2.0",
+		Result:  envResult{Status: false, Error: &envError{Code: err.Number(), Message: err.Message()}},
+		Version: versionText,
+		Time:    unixTime(c.a.s.Now()),
+	}
+	return answer{auth: true, raw: func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, env) }}
 }
 
 // validatePoll is /validate/polltransaction[/{id}]: true once a challenge

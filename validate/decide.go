@@ -74,7 +74,7 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 	if len(toks) == 0 {
 		return Response{}, ErrAllRevoked
 	}
-	if v, err := q.policyValue(ctx, policy.ScopeAuthentication, "disabled_token_types", q.u); err != nil {
+	if v, err := q.value(ctx, policy.ScopeAuthentication, "disabled_token_types"); err != nil {
 		return Response{}, err
 	} else if v != "" {
 		off := strings.Fields(strings.ToLower(v))
@@ -103,19 +103,21 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 		return Response{User: q.u, Detail: map[string]any{"message": strings.Join(reasons, ", ")}}, nil
 	}
 
-	mode, err := q.policyValue(ctx, policy.ScopeAuthentication, "otppin", q.u)
+	mode, err := q.value(ctx, policy.ScopeAuthentication, "otppin")
 	if err != nil {
 		return Response{}, err
 	}
 	pc := &pinChecker{q: q, mode: strings.ToLower(mode), memo: map[string]bool{}}
 	// Phase 1: the OTP decides which token's PIN is worth a key derivation.
+	// Under force_challenge_response PIN and OTP are never checked
+	// together.
 	cands := make([]*candidate, 0, len(usable))
 	for _, t := range usable {
 		pinOnly := isPINOnly(svc, t)
 		pin, otp, ok := split(t, q.r.Pass, pinOnly)
 		c := &candidate{t: t, pin: pin, otp: otp}
 		cands = append(cands, c)
-		if !ok {
+		if !ok || q.force {
 			continue
 		}
 		m, err := svc.Verify(ctx, t, otp, q.r.Options, nil)
@@ -135,7 +137,7 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 		if !ok {
 			continue
 		}
-		committed, err := svc.Commit(ctx, c.t.Serial, c.m)
+		committed, stale, err := q.commit(ctx, c.t.Serial, c.m)
 		var ue *token.UnusableError
 		switch {
 		case errors.Is(err, token.ErrReplay):
@@ -150,11 +152,11 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 		if err := q.resetAll(ctx, committed); err != nil {
 			return Response{}, err
 		}
-		return Response{Value: true, User: q.u, Detail: detailOne(fmt.Sprintf(MsgMatching, 1), committed)}, nil
+		return q.success(fmt.Sprintf(MsgMatching, 1), committed, stale), nil
 	}
 
 	// Phase 2: no success. PIN alone → challenge; PIN right → wrong OTP.
-	crTypes, err := q.policyValue(ctx, policy.ScopeAuthentication, "challenge_response", q.u)
+	crTypes, err := q.value(ctx, policy.ScopeAuthentication, "challenge_response")
 	if err != nil {
 		return Response{}, err
 	}
@@ -173,7 +175,7 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 		}
 		// A pass shorter than otplen is a PIN mismatch; a PIN-only type
 		// has no "wrong OTP" outcome.
-		if _, _, fits := split(c.t, q.r.Pass, false); fits && !isPINOnly(svc, c.t) {
+		if _, _, fits := split(c.t, q.r.Pass, false); fits && !isPINOnly(svc, c.t) && !q.force {
 			ok, err := pc.check(ctx, c.t, c.pin)
 			if err != nil {
 				return Response{}, err
@@ -231,10 +233,11 @@ func (q *req) resetAll(ctx context.Context, t *token.Token) error {
 	if !t.Assigned() {
 		return nil
 	}
-	name, err := q.policyName(ctx, policy.ScopeAuthentication, "reset_all_user_tokens", q.u)
+	name, err := q.flag(ctx, policy.ScopeAuthentication, "reset_all_user_tokens")
 	if err != nil || name == "" {
 		return err
 	}
+	q.note(name)
 	toks, err := q.v.cfg.Tokens.ByOwner(ctx, *t.Owner)
 	if err != nil {
 		return err
@@ -288,7 +291,7 @@ func (q *req) answer(ctx context.Context, usable, all []*token.Token) (Response,
 		if !m.OK {
 			continue
 		}
-		committed, err := svc.Commit(ctx, t.Serial, m)
+		committed, stale, err := q.commit(ctx, t.Serial, m)
 		if errors.Is(err, token.ErrReplay) {
 			continue
 		}
@@ -305,7 +308,7 @@ func (q *req) answer(ctx context.Context, usable, all []*token.Token) (Response,
 		if err := q.resetAll(ctx, committed); err != nil {
 			return Response{}, err
 		}
-		return Response{Value: true, User: q.u, Detail: detailOne(MsgFoundChallenge, committed)}, nil
+		return q.success(MsgFoundChallenge, committed, stale), nil
 	}
 	for _, t := range responders {
 		if err := svc.ChallengeAnswered(ctx, q.r.TransactionID, t.Serial, false); err != nil {
@@ -333,6 +336,10 @@ func (q *req) challenge(ctx context.Context, cands []*candidate) (Response, erro
 	return q.trigger(ctx, toks)
 }
 
+// challengeOptions are the AUTH actions handed to the token types when
+// they make a challenge.
+var challengeOptions = []string{"emailtext", "emailsubject", "smstext", "email_challenge_text", "sms_challenge_text", "indexedsecret_challenge_text", "indexedsecret_count"}
+
 // trigger creates the challenges of toks and builds the response.
 func (q *req) trigger(ctx context.Context, toks []*token.Token) (Response, error) {
 	svc := q.v.cfg.Tokens
@@ -340,11 +347,11 @@ func (q *req) trigger(ctx context.Context, toks []*token.Token) (Response, error
 	if err != nil {
 		return Response{}, err
 	}
-	text, err := q.policyValue(ctx, policy.ScopeAuthentication, "challenge_text", q.u)
+	text, err := q.value(ctx, policy.ScopeAuthentication, "challenge_text")
 	if err != nil {
 		return Response{}, err
 	}
-	incFail, err := q.policyName(ctx, policy.ScopeAuthentication, "increase_failcounter_on_challenge", q.u)
+	incFail, err := q.flag(ctx, policy.ScopeAuthentication, "increase_failcounter_on_challenge")
 	if err != nil {
 		return Response{}, err
 	}
@@ -352,8 +359,8 @@ func (q *req) trigger(ctx context.Context, toks []*token.Token) (Response, error
 	for k, v := range q.r.Options {
 		opts[k] = v
 	}
-	for _, a := range []string{"emailtext", "emailsubject", "smstext", "email_challenge_text", "sms_challenge_text", "indexedsecret_challenge_text", "indexedsecret_count"} {
-		if v, err := q.policyValue(ctx, policy.ScopeAuthentication, a, q.u); err != nil {
+	for _, a := range challengeOptions {
+		if v, err := q.value(ctx, policy.ScopeAuthentication, a); err != nil {
 			return Response{}, err
 		} else if v != "" {
 			opts[a] = v
@@ -383,8 +390,18 @@ func (q *req) trigger(ctx context.Context, toks []*token.Token) (Response, error
 			continue
 		}
 		msg := res.Message
-		if _, own := challengeOnly[t.Type]; !own && text != "" {
-			msg = strings.ReplaceAll(text, `\,`, ",")
+		if !challengeOnly[t.Type] {
+			// <type>_challenge_text wins over challenge_text.
+			own, err := q.value(ctx, policy.ScopeAuthentication, t.Type+"_challenge_text")
+			if err != nil {
+				return Response{}, err
+			}
+			switch {
+			case own != "":
+				msg = own
+			case text != "":
+				msg = text
+			}
 		}
 		entry := map[string]any{"transaction_id": txid, "serial": t.Serial, "type": t.Type, "client_mode": res.ClientMode, "message": msg}
 		if len(res.Attributes) > 0 {
@@ -397,6 +414,7 @@ func (q *req) trigger(ctx context.Context, toks []*token.Token) (Response, error
 		tids = append(tids, txid)
 		last = entry
 		if incFail != "" {
+			q.note(incFail)
 			if err := svc.Fail(ctx, t.Serial, false); err != nil {
 				return Response{}, err
 			}
@@ -414,14 +432,17 @@ func (q *req) trigger(ctx context.Context, toks []*token.Token) (Response, error
 	}
 	d := map[string]any{
 		"message": strings.Join(messages, ", "), "messages": all, "multi_challenge": multi,
-		"transaction_id": txid, "transaction_ids": tids, "preferred_client_mode": "interactive",
+		"transaction_id": txid, "transaction_ids": tids,
 	}
 	for _, k := range []string{"serial", "type", "client_mode", "attributes"} {
 		if v, ok := last[k]; ok {
 			d[k] = v
 		}
 	}
-	return Response{User: q.u, Challenge: true, Detail: d}, nil
+	if err := q.challengeShape(ctx, d, multi, all); err != nil {
+		return Response{}, err
+	}
+	return Response{User: q.u, Challenge: true, Challenges: len(multi), Detail: d}, nil
 }
 
 // sendErrIfInternal keeps coded send errors out of the error path (they
@@ -434,33 +455,56 @@ func sendErrIfInternal(err error) error {
 }
 
 // Trigger is /validate/triggerchallenge: challenges for all of a user's
-// (or one serial's) challenge-capable tokens without a PIN.
+// (or one serial's) challenge-capable tokens without a PIN. With
+// application_tokentype the request's Type narrows the user's tokens (not
+// a serial's). With no challenge made the detail holds empty messages,
+// multi_challenge and transaction_ids lists.
 func (v *Validator) Trigger(ctx context.Context, r Request) (Response, error) {
 	if r.Serial == "" && r.User == "" {
 		return Response{}, ErrNoTarget
 	}
-	q := &req{v: v, r: r}
-	var toks []*token.Token
-	if r.User != "" {
-		if err := q.resolveUser(ctx); err != nil {
-			return Response{}, err
-		}
-		if !q.found {
-			return Response{}, errUnknownUser(q)
-		}
+	q, err := v.newReq(ctx, r)
+	if err != nil {
+		return Response{}, err
 	}
+	if err := q.prepare(ctx); err != nil {
+		return Response{}, err
+	}
+	if r.User != "" && !q.found {
+		return Response{}, errUnknownUser(q)
+	}
+	var toks []*token.Token
 	if r.Serial != "" {
 		t, err := v.cfg.Tokens.Get(ctx, r.Serial)
 		if err != nil {
 			return Response{}, err
 		}
+		if r.User == "" && t.Assigned() {
+			q.u, q.found = *t.Owner, true
+		}
 		toks = []*token.Token{t}
 	} else {
-		var err error
 		if toks, err = v.cfg.Tokens.ByOwner(ctx, q.u); err != nil {
+			return Response{}, err
+		}
+		if toks, err = q.filterType(ctx, toks); err != nil {
 			return Response{}, err
 		}
 	}
 	toks = slices.DeleteFunc(toks, func(t *token.Token) bool { return neverChallenge[t.Type] || t.Revoked })
-	return q.trigger(ctx, toks)
+	res, err := q.trigger(ctx, toks)
+	res.Policies = q.pol.used
+	if err != nil {
+		return res, err
+	}
+	if res.Challenges == 0 {
+		d := map[string]any{"messages": []string{}, "multi_challenge": []map[string]any{}, "transaction_ids": []string{}}
+		if res.SendFailed {
+			d["messages"] = []string{res.Detail["message"].(string)}
+		}
+		res.Detail = d
+	}
+	err = q.authorized(ctx)
+	res.Policies = q.pol.used
+	return res, err
 }

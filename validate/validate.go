@@ -6,8 +6,19 @@
 // key derivation for a success), triggers challenges for a PIN alone,
 // checks challenge answers, and applies the fail counter rules.
 //
+// Around that core it applies the authentication and authorization
+// policies of /validate: mangle, set_realm/setrealm, auth_cache,
+// passOnNoUser/passOnNoToken, auth_max_fail/auth_max_success, last_auth,
+// passthru (user store or RADIUS), force_challenge_response,
+// application_tokentype, the post-checks serial/tokentype/tokeninfo,
+// add_user_in_response, add_resolver_in_response, no_detail_on_*,
+// preferred_client_mode, challenge text header and footer,
+// authorized=deny_access and hide_specific_error_message. The policies
+// come from one snapshot per request (one store read), so a request
+// without policies costs nothing extra.
+//
 // Package validate sits on floor 4: it imports token, realm, policy,
-// resolver, user, store and apierr.
+// resolver, user, notify, audit, store and apierr.
 package validate
 
 import (
@@ -15,14 +26,15 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/realm"
 	"github.com/authsrv/authsrv/resolver"
+	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/token"
 	"github.com/authsrv/authsrv/user"
 )
@@ -38,6 +50,8 @@ const (
 	MsgNoSuitable       = "No suitable token found for authentication."
 	MsgNoActiveCR       = "No active challenge response token found"
 	MsgOTPOnlyFailed    = "OTP verification failed."
+	MsgAuthCache        = "Authenticated by AuthCache."
+	MsgAuthFailed       = "Authentication failed."
 	DefaultChallenge    = "please enter otp: "
 )
 
@@ -48,6 +62,15 @@ var (
 	ErrInvalidUser    = apierr.New(apierr.Parameter, "Invalid user.")
 	ErrSerialNotUsers = apierr.New(apierr.Parameter, "Given serial does not belong to given user!")
 	ErrAllRevoked     = apierr.New(apierr.TokenAdmin, "This action is not possible, since the token is locked").WithNumber(1007)
+	// ErrAuthFailed replaces the unknown-user error under
+	// hide_specific_error_message.
+	ErrAuthFailed = apierr.New(apierr.Auth, MsgAuthFailed)
+	// ErrNotAuthorized is authorized=deny_access.
+	ErrNotAuthorized = apierr.New(apierr.Validate, "User is not authorized to authenticate under these conditions.")
+	// ErrSerialNotAllowed and ErrTypeNotAllowed are the AUTHZ serial and
+	// tokentype post-checks.
+	ErrSerialNotAllowed = apierr.New(apierr.Policy, "Serial is not allowed for authentication!")
+	ErrTypeNotAllowed   = apierr.New(apierr.Policy, "Tokentype not allowed for authentication!")
 )
 
 // Request is one authentication request.
@@ -58,6 +81,9 @@ type Request struct {
 	// TransactionID answers a challenge (privacyIDEA's transaction_id or
 	// state).
 	TransactionID string
+	// Type restricts the user's tokens to one type; it is honoured only
+	// under the AUTHZ policy application_tokentype.
+	Type string
 	// OTPOnly checks only the OTP of the serial's token.
 	OTPOnly   bool
 	Client    netip.Addr
@@ -66,19 +92,30 @@ type Request struct {
 	Options token.Params
 }
 
+// String describes the request without its password.
+func (r Request) String() string {
+	return fmt.Sprintf("Request(user=%q realm=%q serial=%q pass=<%d chars>)", r.User, r.Realm, r.Serial, len(r.Pass))
+}
+
 // Response is the decision.
 type Response struct {
 	Value bool
 	// Detail is the envelope's detail object (message, serial, type,
-	// otplen, multi_challenge, transaction_id, …).
+	// otplen, multi_challenge, transaction_id, …); nil when a policy
+	// removed it.
 	Detail map[string]any
 	// User is the resolved user (Found() false on the serial path without
 	// owner or for an unknown user).
 	User user.User
 	// Challenge is set when challenges were triggered.
 	Challenge bool
+	// Challenges is the number of challenges created.
+	Challenges int
 	// SendFailed is set when a challenge could not be delivered.
 	SendFailed bool
+	// Policies are the names of the policies that decided (for the
+	// audit).
+	Policies []string
 }
 
 // Config wires the validator.
@@ -87,17 +124,31 @@ type Config struct {
 	Realms   *realm.Service
 	Policies *policy.Service
 	Now      func() time.Time
+	// Store holds the auth cache (bucket "authcache"); without it the
+	// auth_cache policy has no effect.
+	Store store.Store
+	// CacheKey keys the hashes of cached passwords (32 bytes; derive it
+	// from the server's key so that the cache survives restarts and is
+	// shared by nodes). Without it a random key is made, and the cache
+	// lives as long as the Validator.
+	CacheKey []byte
+	// Audit is counted by auth_max_fail and auth_max_success; without it
+	// those policies count nothing.
+	Audit *audit.Log
 }
 
 // Validator decides authentication requests.
-type Validator struct{ cfg Config }
+type Validator struct {
+	cfg      Config
+	cacheKey []byte
+}
 
 // New returns a Validator.
 func New(cfg Config) *Validator {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Validator{cfg: cfg}
+	return &Validator{cfg: cfg, cacheKey: cacheKey(cfg.CacheKey)}
 }
 
 // challengeOnly are types that answer a correct PIN with a challenge
@@ -114,6 +165,9 @@ type req struct {
 	u     user.User
 	in    *resolver.Instance
 	found bool
+	// force is force_challenge_response (user path only).
+	force bool
+	pol   policies
 }
 
 // Check decides a request.
@@ -127,28 +181,62 @@ func (v *Validator) Check(ctx context.Context, r Request) (Response, error) {
 	if strings.Contains(r.User, "%") {
 		return Response{}, ErrInvalidUser
 	}
-	q := &req{v: v, r: r}
-	if r.User != "" {
-		if err := q.resolveUser(ctx); err != nil {
-			return Response{}, err
-		}
+	q, err := v.newReq(ctx, r)
+	if err != nil {
+		return Response{}, err
 	}
-	if r.Serial != "" {
-		return q.serialPath(ctx)
+	if err := q.prepare(ctx); err != nil {
+		return Response{}, err
 	}
-	return q.userPath(ctx)
+	var res Response
+	if q.r.Serial != "" {
+		res, err = q.serialPath(ctx)
+	} else {
+		res, err = q.userPath(ctx)
+	}
+	if err == nil {
+		res, err = q.post(ctx, res)
+	}
+	res.Policies = q.pol.used
+	return res, err
 }
 
-func (q *req) resolveUser(ctx context.Context) error {
-	login, realmName := q.r.User, q.r.Realm
-	if realmName == "" {
-		login, realmName = user.Split(login, func(s string) bool { return q.v.cfg.Realms.Exists(ctx, s) }, true)
+func (v *Validator) newReq(ctx context.Context, r Request) (*req, error) {
+	q := &req{v: v, r: r}
+	if v.cfg.Policies != nil {
+		snap, err := v.cfg.Policies.Snapshot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		q.pol.snap = snap
 	}
-	if rn, err := q.policyValue(ctx, policy.ScopeAuthentication, "set_realm", user.User{Login: login, Realm: realmName}); err == nil && rn != "" {
-		realmName = rn
-	} else if rn, err := q.policyValue(ctx, policy.ScopeAuthorization, "setrealm", user.User{Login: login, Realm: realmName}); err == nil && rn != "" {
-		realmName = rn
+	return q, nil
+}
+
+// prepare applies the request policies (set_realm, setrealm, mangle) and
+// resolves the user.
+func (q *req) prepare(ctx context.Context) error {
+	login, realmName := "", ""
+	if q.r.User != "" {
+		login, realmName = user.Split(q.r.User, func(s string) bool { return q.v.cfg.Realms.Exists(ctx, s) }, true)
+		if q.r.Realm != "" {
+			// An explicit realm wins over the one split off the login.
+			realmName = realm.Normalize(q.r.Realm)
+		}
 	}
+	if q.pol.any() {
+		var err error
+		if login, realmName, err = q.requestPolicies(ctx, login, realmName); err != nil {
+			return err
+		}
+	}
+	if q.r.User == "" {
+		return nil
+	}
+	return q.resolveUser(ctx, login, realmName)
+}
+
+func (q *req) resolveUser(ctx context.Context, login, realmName string) error {
 	var err error
 	if q.r.Resolver != "" {
 		q.u, q.in, err = q.v.cfg.Realms.ResolveIn(ctx, login, realmName, q.r.Resolver)
@@ -169,51 +257,6 @@ func (q *req) resolveUser(ctx context.Context) error {
 		return err
 	}
 	return nil
-}
-
-// query is the policy query for the request's user.
-func (q *req) query(scope, action string, u user.User) policy.Query {
-	pq := policy.Query{Scope: scope, Action: action, Client: q.r.Client, UserAgent: q.r.UserAgent}
-	if u.Login != "" {
-		pq.User = policy.Str(u.Login)
-	}
-	if u.Realm != "" {
-		pq.Realm = policy.Str(u.Realm)
-	}
-	if u.Resolver != "" {
-		pq.Resolver = policy.Str(u.Resolver)
-	}
-	return pq
-}
-
-// policyValue returns the first value a matching policy gives action.
-func (q *req) policyValue(ctx context.Context, scope, action string, u user.User) (string, error) {
-	if q.v.cfg.Policies == nil {
-		return "", nil
-	}
-	vals, err := q.v.cfg.Policies.Values(ctx, q.query(scope, action, u), false, true)
-	if err != nil || len(vals) == 0 {
-		return "", err
-	}
-	keys := make([]string, 0, len(vals))
-	for k := range vals {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys[0], nil
-}
-
-// policyName returns the name of a matching policy that sets a boolean
-// action, or "".
-func (q *req) policyName(ctx context.Context, scope, action string, u user.User) (string, error) {
-	if q.v.cfg.Policies == nil {
-		return "", nil
-	}
-	ps, err := q.v.cfg.Policies.Match(ctx, q.query(scope, action, u))
-	if err != nil || len(ps) == 0 {
-		return "", err
-	}
-	return ps[0].Name, nil
 }
 
 func (q *req) serialPath(ctx context.Context) (Response, error) {
@@ -237,8 +280,12 @@ func (q *req) serialPath(ctx context.Context) (Response, error) {
 			// Commit still refuses a disabled or blocked token (privacyIDEA
 			// skips those checks for otponly; we do not let a disabled
 			// token authenticate).
-			if _, err := svc.Commit(ctx, t.Serial, m); err == nil {
-				return Response{Value: true, User: q.u, Detail: detailOne(MsgMatching1(), t)}, nil
+			committed, stale, err := q.commit(ctx, t.Serial, m)
+			if err == nil {
+				return q.success(MsgMatching1(), committed, stale), nil
+			}
+			if _, ok := errors.AsType[*token.UnusableError](err); !ok && !errors.Is(err, token.ErrReplay) {
+				return Response{}, err
 			}
 		}
 		return Response{User: q.u, Detail: map[string]any{"message": MsgOTPOnlyFailed}}, nil
@@ -249,12 +296,48 @@ func (q *req) serialPath(ctx context.Context) (Response, error) {
 // MsgMatching1 is the success message of one token.
 func MsgMatching1() string { return fmt.Sprintf(MsgMatching, 1) }
 
+// userPath is check_user_pass with its policy wrappers, outermost first:
+// auth_cache, then the user checks.
 func (q *req) userPath(ctx context.Context) (Response, error) {
+	cp, err := q.cachePolicy(ctx)
+	if err != nil {
+		return Response{}, err
+	}
+	useCache := cp.on && q.found && q.v.cfg.Store != nil
+	if useCache {
+		hit, err := q.v.cacheHit(ctx, q.u, q.r.Pass, cp)
+		if err != nil {
+			return Response{}, err
+		}
+		if hit {
+			q.note(cp.names...)
+			return Response{Value: true, User: q.u, Detail: map[string]any{"message": MsgAuthCache}}, nil
+		}
+	}
+	res, err := q.userCheck(ctx)
+	if err == nil && res.Value && useCache {
+		if err := q.v.cacheAdd(ctx, q.u, q.r.Pass, cp); err != nil {
+			return Response{}, err
+		}
+	}
+	return res, err
+}
+
+// userCheck: unknown user (passOnNoUser), no token (passOnNoToken), the
+// rate limits around passthru and the token check.
+func (q *req) userCheck(ctx context.Context) (Response, error) {
 	if !q.found {
-		if name, err := q.policyName(ctx, policy.ScopeAuthentication, "passOnNoUser", q.u); err != nil {
+		if name, err := q.flag(ctx, policy.ScopeAuthentication, "passOnNoUser"); err != nil {
 			return Response{}, err
 		} else if name != "" {
+			q.note(name)
 			return Response{Value: true, User: q.u, Detail: map[string]any{"message": fmt.Sprintf("user does not exist, accepted due to '%s'", name)}}, nil
+		}
+		if name, err := q.flag(ctx, policy.ScopeAuthentication, "hide_specific_error_message"); err != nil {
+			return Response{}, err
+		} else if name != "" {
+			q.note(name)
+			return Response{}, ErrAuthFailed
 		}
 		return Response{}, errUnknownUser(q)
 	}
@@ -262,27 +345,93 @@ func (q *req) userPath(ctx context.Context) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
-	if len(toks) == 0 {
-		if name, err := q.policyName(ctx, policy.ScopeAuthentication, "passOnNoToken", q.u); err != nil {
+	if n, err := q.countIgnoring(ctx, toks, "passonnotoken_ignore_rollout_state"); err != nil {
+		return Response{}, err
+	} else if n == 0 {
+		if name, err := q.flag(ctx, policy.ScopeAuthentication, "passOnNoToken"); err != nil {
 			return Response{}, err
 		} else if name != "" {
+			q.note(name)
 			return Response{Value: true, User: q.u, Detail: map[string]any{"message": fmt.Sprintf("user has no token, accepted due to '%s'", name)}}, nil
 		}
-		if v, err := q.policyValue(ctx, policy.ScopeAuthentication, "passthru", q.u); err != nil {
-			return Response{}, err
-		} else if strings.EqualFold(v, "userstore") && q.in != nil {
-			ok, err := q.in.CheckPassword(ctx, q.u.UID, q.r.Pass)
-			if err != nil {
-				return Response{}, err
-			}
-			if ok {
-				name, _ := q.policyName(ctx, policy.ScopeAuthentication, "passthru", q.u)
-				return Response{Value: true, User: q.u, Detail: map[string]any{"message": fmt.Sprintf("against userstore due to '%s'", name)}}, nil
-			}
+	}
+	res, err := q.tokenCheck(ctx, toks)
+	if err != nil {
+		return res, err
+	}
+	return q.rateLimit(ctx, res)
+}
+
+// tokenCheck is passthru, then force_challenge_response and the type
+// filter around the core decision.
+func (q *req) tokenCheck(ctx context.Context, toks []*token.Token) (Response, error) {
+	if n, err := q.countIgnoring(ctx, toks, "passthru_ignore_rollout_state"); err != nil {
+		return Response{}, err
+	} else if n == 0 {
+		res, ok, err := q.passthru(ctx)
+		if err != nil || ok {
+			return res, err
 		}
+	}
+	name, err := q.flag(ctx, policy.ScopeAuthentication, "force_challenge_response")
+	if err != nil {
+		return Response{}, err
+	}
+	q.force = name != ""
+	if toks, err = q.filterType(ctx, toks); err != nil {
+		return Response{}, err
+	}
+	if len(toks) == 0 {
 		return Response{User: q.u, Detail: map[string]any{"message": MsgNoTokens}}, nil
 	}
 	return q.decide(ctx, toks)
+}
+
+// countIgnoring counts toks without those whose rollout state the action
+// lists.
+func (q *req) countIgnoring(ctx context.Context, toks []*token.Token, action string) (int, error) {
+	if len(toks) == 0 {
+		return 0, nil
+	}
+	v, err := q.value(ctx, policy.ScopeAuthentication, action)
+	if err != nil || v == "" {
+		return len(toks), err
+	}
+	states := strings.Fields(v)
+	n := 0
+	for _, t := range toks {
+		if !containsFold(states, t.RolloutState) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// filterType applies the type parameter under application_tokentype.
+func (q *req) filterType(ctx context.Context, toks []*token.Token) ([]*token.Token, error) {
+	if q.r.Type == "" {
+		return toks, nil
+	}
+	name, err := q.flag(ctx, policy.ScopeAuthorization, "application_tokentype")
+	if err != nil || name == "" {
+		return toks, err
+	}
+	out := make([]*token.Token, 0, len(toks))
+	for _, t := range toks {
+		if strings.EqualFold(t.Type, q.r.Type) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func detailOne(msg string, t *token.Token) map[string]any {

@@ -1,0 +1,330 @@
+package validate
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/authsrv/authsrv/policy"
+	"github.com/authsrv/authsrv/realm"
+	"github.com/authsrv/authsrv/user"
+)
+
+// policies are the request's policies: one snapshot of the policy set,
+// and per scope the policies that match the request's user, matched once
+// and read action by action.
+type policies struct {
+	snap *policy.Snapshot
+	// auth and authz match the request's user; they are made on first
+	// use, when the user is known. authzAll matches any user (privacyIDEA
+	// reads serial, tokeninfo and no_detail_* for the action only).
+	auth, authz, authzAll *policy.Scoped
+	// used are the names of the policies that took effect.
+	used []string
+}
+
+// any reports whether a policy of the two scopes exists at all.
+func (p *policies) any() bool {
+	return p.snap != nil && (p.snap.Active(policy.ScopeAuthentication) || p.snap.Active(policy.ScopeAuthorization))
+}
+
+// note records policies that took effect.
+func (q *req) note(names ...string) {
+	for _, n := range names {
+		if n != "" && !slices.Contains(q.pol.used, n) {
+			q.pol.used = append(q.pol.used, n)
+		}
+	}
+}
+
+// query is the policy query for user u.
+func (q *req) query(scope string, u user.User) policy.Query {
+	pq := policy.Query{Scope: scope, Client: q.r.Client, UserAgent: q.r.UserAgent}
+	if u.Login != "" {
+		pq.User = policy.Str(u.Login)
+	}
+	if u.Realm != "" {
+		pq.Realm = policy.Str(u.Realm)
+	}
+	if u.Resolver != "" {
+		pq.Resolver = policy.Str(u.Resolver)
+	}
+	return pq
+}
+
+// set returns the policies of scope that match the request's user.
+func (q *req) set(ctx context.Context, scope string) (*policy.Scoped, error) {
+	if q.pol.snap == nil || !q.pol.snap.Active(scope) {
+		return nil, nil
+	}
+	var p **policy.Scoped
+	switch scope {
+	case policy.ScopeAuthentication:
+		p = &q.pol.auth
+	case policy.ScopeAuthorization:
+		p = &q.pol.authz
+	default:
+		return q.pol.snap.Scoped(ctx, q.query(scope, q.u))
+	}
+	if *p == nil {
+		sc, err := q.pol.snap.Scoped(ctx, q.query(scope, q.u))
+		if err != nil {
+			return nil, err
+		}
+		*p = sc
+	}
+	return *p, nil
+}
+
+// setAll returns the authorization policies that match any user.
+func (q *req) setAll(ctx context.Context) (*policy.Scoped, error) {
+	if q.pol.snap == nil || !q.pol.snap.Active(policy.ScopeAuthorization) {
+		return nil, nil
+	}
+	if q.pol.authzAll == nil {
+		sc, err := q.pol.snap.Scoped(ctx, policy.Query{Scope: policy.ScopeAuthorization, Client: q.r.Client, UserAgent: q.r.UserAgent})
+		if err != nil {
+			return nil, err
+		}
+		q.pol.authzAll = sc
+	}
+	return q.pol.authzAll, nil
+}
+
+// value returns the value the request's policies give action: that of the
+// best priority, the lowest of several there; "" when none gives one. A
+// comma written \, is a comma.
+func (q *req) value(ctx context.Context, scope, action string) (string, error) {
+	sc, err := q.set(ctx, scope)
+	if err != nil {
+		return "", err
+	}
+	v, _, err := bestValue(sc, action)
+	return v, err
+}
+
+// valueNamed is value with the name of the policy that gave it.
+func (q *req) valueNamed(ctx context.Context, scope, action string) (string, string, error) {
+	sc, err := q.set(ctx, scope)
+	if err != nil {
+		return "", "", err
+	}
+	return bestValue(sc, action)
+}
+
+func bestValue(sc *policy.Scoped, action string) (string, string, error) {
+	if sc.Empty() {
+		return "", "", nil
+	}
+	ss, err := sc.Settings(action)
+	if err != nil {
+		return "", "", err
+	}
+	best, name, prio := "", "", 0
+	for _, s := range ss {
+		v, ok := s.Value.(string)
+		if !ok || v == "" {
+			continue
+		}
+		if prio != 0 && s.Priority > prio {
+			break
+		}
+		if prio == 0 || v < best {
+			best, name = v, s.Name
+		}
+		prio = s.Priority
+	}
+	return unescape(best), name, nil
+}
+
+// values returns every string value the request's policies give action,
+// by priority (for actions whose values all apply).
+func values(sc *policy.Scoped, action string) ([]string, []string, error) {
+	if sc.Empty() {
+		return nil, nil, nil
+	}
+	ss, err := sc.Settings(action)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out, names []string
+	for _, s := range ss {
+		if v, ok := s.Value.(string); ok && v != "" {
+			out = append(out, unescape(v))
+			names = append(names, s.Name)
+		}
+	}
+	return out, names, nil
+}
+
+// flag returns the name of the first policy, by priority, that sets the
+// boolean action, or "".
+func (q *req) flag(ctx context.Context, scope, action string) (string, error) {
+	sc, err := q.set(ctx, scope)
+	if err != nil {
+		return "", err
+	}
+	return flagOf(sc, action)
+}
+
+func flagOf(sc *policy.Scoped, action string) (string, error) {
+	if sc.Empty() {
+		return "", nil
+	}
+	ss, err := sc.Settings(action)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range ss {
+		switch v := s.Value.(type) {
+		case bool:
+			if !v {
+				continue
+			}
+		case string:
+			if v == "" || strings.EqualFold(v, "false") || v == "0" {
+				continue
+			}
+		}
+		return s.Name, nil
+	}
+	return "", nil
+}
+
+// unique returns the one value of action among the best-priority
+// policies; different values there are a policy error (403).
+func unique(sc *policy.Scoped, action string) (string, []string, error) {
+	if sc.Empty() {
+		return "", nil, nil
+	}
+	vals, err := sc.Values(action, true, true)
+	if err != nil {
+		return "", nil, err
+	}
+	for v, names := range vals {
+		return unescape(v), names, nil
+	}
+	return "", nil, nil
+}
+
+// unescape turns the \, of a policy value into a comma.
+func unescape(s string) string { return strings.ReplaceAll(s, `\,`, ",") }
+
+// requestPolicies applies the request policies before the user is
+// resolved: AUTH set_realm (it wins), else AUTHZ setrealm, then every
+// AUTH mangle in priority order on user, realm and pass.
+func (q *req) requestPolicies(ctx context.Context, login, realmName string) (string, string, error) {
+	if login != "" && realmName == "" {
+		def, err := q.v.cfg.Realms.Default(ctx)
+		if err != nil {
+			return "", "", err
+		}
+		realmName = def
+	}
+	snap := q.pol.snap
+	pre := user.User{Login: login, Realm: realmName}
+	auth, err := snap.Scoped(ctx, q.query(policy.ScopeAuthentication, pre))
+	if err != nil {
+		return "", "", err
+	}
+	if login != "" {
+		rn, names, err := unique(auth, "set_realm")
+		if err != nil {
+			return "", "", err
+		}
+		if rn == "" {
+			authz, err := snap.Scoped(ctx, q.query(policy.ScopeAuthorization, pre))
+			if err != nil {
+				return "", "", err
+			}
+			if rn, names, err = unique(authz, "setrealm"); err != nil {
+				return "", "", err
+			}
+		}
+		if rn != "" {
+			q.note(names...)
+			realmName = realm.Normalize(rn)
+			if realmName != pre.Realm {
+				pre.Realm = realmName
+				if auth, err = snap.Scoped(ctx, q.query(policy.ScopeAuthentication, pre)); err != nil {
+					return "", "", err
+				}
+			}
+		}
+	}
+	specs, names, err := values(auth, "mangle")
+	if err != nil {
+		return "", "", err
+	}
+	for i, spec := range specs {
+		if mangle(spec, &login, &realmName, &q.r.Pass) {
+			q.note(names[i])
+		}
+	}
+	return login, realm.Normalize(realmName), nil
+}
+
+// mangle applies one mangle value, key/regex/replacement/, to the user
+// login, the realm or the password. It reports whether the value was
+// applied (an empty parameter or a malformed value is left alone).
+func mangle(spec string, login, realmName, pass *string) bool {
+	parts := strings.SplitN(spec, "/", 4)
+	if len(parts) < 3 {
+		return false
+	}
+	var target *string
+	switch strings.TrimSpace(parts[0]) {
+	case "user":
+		target = login
+	case "realm":
+		target = realmName
+	case "pass":
+		target = pass
+	default:
+		return false
+	}
+	if *target == "" {
+		return false
+	}
+	re, err := regexp.Compile(parts[1])
+	if err != nil {
+		return false
+	}
+	*target = re.ReplaceAllString(*target, pyReplacement(parts[2]))
+	return true
+}
+
+// pyReplacement turns a Python re.sub replacement (\1, \g<1>, \g<name>,
+// \\) into Go's template syntax; a literal $ stays literal.
+func pyReplacement(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '$':
+			b.WriteString("$$")
+		case c == '\\' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9':
+			j := i + 1
+			for j < len(s) && j < i+3 && s[j] >= '0' && s[j] <= '9' {
+				j++
+			}
+			b.WriteString("${" + s[i+1:j] + "}")
+			i = j - 1
+		case c == '\\' && strings.HasPrefix(s[i+1:], "g<"):
+			end := strings.IndexByte(s[i+3:], '>')
+			if end < 0 {
+				b.WriteByte(c)
+				continue
+			}
+			b.WriteString("${" + s[i+3:i+3+end] + "}")
+			i += 3 + end
+		case c == '\\' && i+1 < len(s) && s[i+1] == '\\':
+			b.WriteByte('\\')
+			i++
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
