@@ -12,7 +12,9 @@ import (
 )
 
 // auditParams are the GET /audit/ parameters that are not column filters.
-var auditParams = []string{"timelimit", "page", "page_size", "sortorder", "csvfile"}
+// sortname, rp, query and qtype are sent by privacyideaadm's "audit list"
+// (old flexigrid names); privacyIDEA ignores them, and so do we.
+var auditParams = []string{"timelimit", "page", "page_size", "sortorder", "csvfile", "sortname", "rp", "query", "qtype"}
 
 // auditQuery builds the query of GET /audit/ and its CSV download: column
 // filters, timelimit, paging and order, narrowed by the caller's

@@ -56,8 +56,14 @@ type answer struct {
 }
 
 // authentication computes result.authentication the way privacyIDEA does
-// for id-2 answers.
+// for id-2 answers. The value of /validate/samlcheck is an object whose
+// auth member decides (privacyIDEA 3.13).
 func authentication(value any, detail map[string]any) string {
+	if m, ok := value.(map[string]any); ok {
+		if auth, ok := m["auth"]; ok {
+			value = auth
+		}
+	}
 	if s, ok := value.(string); ok && s == "CHALLENGE" {
 		return "CHALLENGE"
 	}
