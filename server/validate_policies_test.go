@@ -2,9 +2,11 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -447,4 +449,83 @@ func TestValidateTriggerChallengeShapes(t *testing.T) {
 		t.Errorf("answered: %s", r.body)
 	}
 	wantError(t, e.do(t, "GET", "/validate/polltransaction", "", "", nil), 400, 905, "ERR905: Missing parameter: transaction_id")
+}
+
+// recordingStore notes which buckets read-only and read-write
+// transactions open.
+type recordingStore struct {
+	store.Store
+	mu     sync.Mutex
+	reads  map[string]int
+	writes map[string]int
+}
+
+type recordingTx struct {
+	store.Tx
+	s *recordingStore
+}
+
+func (s *recordingStore) View(ctx context.Context, fn func(store.Tx) error) error {
+	return s.Store.View(ctx, func(tx store.Tx) error { return fn(recordingTx{tx, s}) })
+}
+
+func (s *recordingStore) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return s.Store.Update(ctx, func(tx store.Tx) error { return fn(recordingTx{tx, s}) })
+}
+
+func (t recordingTx) Bucket(name string) store.Bucket {
+	t.s.mu.Lock()
+	if t.Writable() {
+		t.s.writes[name]++
+	} else {
+		t.s.reads[name]++
+	}
+	t.s.mu.Unlock()
+	return t.Tx.Bucket(name)
+}
+
+func (s *recordingStore) reset() {
+	s.mu.Lock()
+	s.reads, s.writes = map[string]int{}, map[string]int{}
+	s.mu.Unlock()
+}
+
+func (s *recordingStore) counts(bucket string) (reads, writes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads[bucket], s.writes[bucket]
+}
+
+// TestValidateNoPolicyNoExtraReads: without policies, /validate/check
+// reads neither the auth cache nor the audit log; with auth_cache and
+// auth_max_fail it does.
+func TestValidateNoPolicyNoExtraReads(t *testing.T) {
+	st := &recordingStore{Store: storetest.Open(t)}
+	st.reset()
+	e := newEnvWith(t, []authsrv.Option{authsrv.WithResolverTypes(memTypes()), authsrv.WithStore(st)})
+	tok := e.login(t)
+	wantOK(t, e.admin(t, tok, "POST", "/resolver/mem1", form("type", "memresolver")))
+	wantOK(t, e.admin(t, tok, "POST", "/realm/realm1", form("resolvers", "mem1")))
+	hotp(t, e, tok, "NP1", "alice", "pin")
+	// an admin policy does not count
+	setPolicy(t, e, tok, "admins", "admin", "*", "adminuser", "admin")
+
+	st.reset()
+	wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "pass", "pin"+rfcHOTP[0]), true, "matching 1 tokens")
+	wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "pass", "pin000000"), false, "wrong otp value")
+	for _, b := range []string{"authcache", "audit"} {
+		if r, w := st.counts(b); r != 0 || (b == "authcache" && w != 0) {
+			t.Errorf("without policies: bucket %s read %d, written %d times", b, r, w)
+		}
+	}
+	setPolicy(t, e, tok, "cache", "authentication", "auth_cache=1h")
+	setPolicy(t, e, tok, "maxfail", "authorization", "auth_max_fail=5/1m")
+	st.reset()
+	wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "pass", "pin"+rfcHOTP[1]), true, "matching 1 tokens")
+	if r, _ := st.counts("audit"); r == 0 {
+		t.Error("auth_max_fail did not read the audit log")
+	}
+	if _, w := st.counts("authcache"); w == 0 {
+		t.Error("auth_cache did not write the cache")
+	}
 }
