@@ -137,6 +137,22 @@ func TestValidatePolicyAuthCache(t *testing.T) {
 			t.Fatalf("%d auth cache entries, %v", n, err)
 		}
 	})
+	t.Run("expired entries are swept", func(t *testing.T) {
+		tok := e.login(t)
+		setPolicy(t, e, tok, "cache", "authentication", "auth_cache=1h")
+		hotp(t, e, tok, "AC2", "bob", "bpin")
+		wantAuth(t, check(t, e, "user", "bob", "realm", "realm1", "pass", "bpin"+rfcHOTP[0]), true, "matching 1 tokens")
+		e.clk.add(5 * time.Hour)
+		// alice's new entry sweeps bob's and her own expired ones
+		wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "pass", "pin"+rfcHOTP[6]), true, "matching 1 tokens")
+		n := 0
+		_ = st.View(t.Context(), func(tx store.Tx) error {
+			return tx.Bucket("authcache").ForEach(nil, func(_, _ []byte) error { n++; return nil })
+		})
+		if n != 1 {
+			t.Errorf("%d auth cache entries after the sweep, want 1", n)
+		}
+	})
 }
 
 func TestValidatePolicyAuthMaxFailSuccess(t *testing.T) {

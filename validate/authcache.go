@@ -31,7 +31,14 @@ type cacheEntry struct {
 	First time.Time `json:"first"`
 	Last  time.Time `json:"last"`
 	Uses  int       `json:"uses"`
+	// Expires is First plus the policy's window when the entry was made:
+	// the sweep removes entries of users who do not come back.
+	Expires time.Time `json:"expires"`
 }
+
+// sweepBatch is how many entries each new entry's transaction examines
+// for expiry, walking the bucket round by round.
+const sweepBatch = 32
 
 // cachePolicy is a parsed auth_cache value: "4h" (valid 4 hours after the
 // real authentication), "4h/5m" (and at most 5 minutes after the last
@@ -147,12 +154,17 @@ func cacheUsable(e cacheEntry, p cachePolicy, now time.Time) bool {
 	return false
 }
 
-// cacheAdd records a real authentication of u with pass, and drops u's
-// entries that have expired.
+// cacheAdd records a real authentication of u with pass, drops u's
+// entries that have expired, and sweeps the next few entries of other
+// users.
 func (v *Validator) cacheAdd(ctx context.Context, u user.User, pass string, p cachePolicy) error {
 	key := v.cacheRecordKey(u, pass)
 	now := v.cfg.Now()
-	return v.cfg.Store.Update(ctx, func(tx store.Tx) error {
+	v.sweepMu.Lock()
+	from := v.sweepAt
+	v.sweepMu.Unlock()
+	var next []byte
+	err := v.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		b := tx.Bucket(cacheBucket)
 		if _, err := store.DeleteWhere(b, cachePrefix(u), func(_, raw []byte) bool {
 			var e cacheEntry
@@ -160,6 +172,45 @@ func (v *Validator) cacheAdd(ctx context.Context, u user.User, pass string, p ca
 		}); err != nil {
 			return err
 		}
-		return store.PutJSON(b, key, cacheEntry{Versioned: store.Versioned{Schema: cacheSchema}, First: now.UTC(), Last: now.UTC()})
+		var err error
+		if next, err = sweep(b, from, now); err != nil {
+			return err
+		}
+		return store.PutJSON(b, key, cacheEntry{Versioned: store.Versioned{Schema: cacheSchema},
+			First: now.UTC(), Last: now.UTC(), Expires: now.Add(p.maxAge).UTC()})
 	})
+	if err == nil {
+		v.sweepMu.Lock()
+		v.sweepAt = next
+		v.sweepMu.Unlock()
+	}
+	return err
+}
+
+// sweep deletes the expired entries among the sweepBatch entries from key
+// from on, and returns where the next sweep starts (nil: from the first).
+func sweep(b store.Bucket, from []byte, now time.Time) ([]byte, error) {
+	c := b.Cursor()
+	k, raw := c.First()
+	if from != nil {
+		k, raw = c.Seek(from)
+	}
+	var drop [][]byte
+	for n := 0; k != nil && n < sweepBatch; n++ {
+		var e cacheEntry
+		if json.Unmarshal(raw, &e) != nil || !now.Before(e.Expires) {
+			drop = append(drop, append([]byte(nil), k...))
+		}
+		k, raw = c.Next()
+	}
+	next := append([]byte(nil), k...)
+	if k == nil {
+		next = nil
+	}
+	for _, d := range drop {
+		if err := b.Delete(d); err != nil {
+			return nil, err
+		}
+	}
+	return next, nil
 }

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/authsrv/authsrv/apierr"
@@ -141,6 +142,10 @@ type Config struct {
 type Validator struct {
 	cfg      Config
 	cacheKey []byte
+
+	// sweepMu guards sweepAt, where the next auth cache sweep starts.
+	sweepMu sync.Mutex
+	sweepAt []byte
 }
 
 // New returns a Validator.
