@@ -241,12 +241,12 @@ func (q *req) lastAuthMax(ctx context.Context) (time.Duration, string, error) {
 	return d, names[0], nil
 }
 
-// lastAuthFresh reports whether a stored last_auth value is within max of
+// lastAuthFresh reports whether a stored last_auth value is within maxAge of
 // now; an unparsable value is not.
-func lastAuthFresh(stored string, max time.Duration, now time.Time) bool {
+func lastAuthFresh(stored string, maxAge time.Duration, now time.Time) bool {
 	for _, l := range lastAuthLayouts {
 		if t, err := time.Parse(l, strings.TrimSpace(stored)); err == nil {
-			return !t.Add(max).Before(now)
+			return !t.Add(maxAge).Before(now)
 		}
 	}
 	return false
@@ -258,7 +258,7 @@ func lastAuthFresh(stored string, max time.Duration, now time.Time) bool {
 // OTP is still used up but last_auth is left as it was, and stale returns
 // it for the rejection message.
 func (q *req) commit(ctx context.Context, serial string, m token.Match) (t *token.Token, stale string, err error) {
-	max, name, err := q.lastAuthMax(ctx)
+	maxAge, name, err := q.lastAuthMax(ctx)
 	if err != nil {
 		return nil, "", err
 	}
@@ -271,7 +271,7 @@ func (q *req) commit(ctx context.Context, serial string, m token.Match) (t *toke
 		if inner != nil && !inner(t) {
 			return false
 		}
-		if prev, ok := t.Info[token.InfoLastAuth]; ok && max > 0 && !lastAuthFresh(prev, max, now) {
+		if prev, ok := t.Info[token.InfoLastAuth]; ok && maxAge > 0 && !lastAuthFresh(prev, maxAge, now) {
 			tooOld, stale = true, prev
 			return true
 		}

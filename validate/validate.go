@@ -18,7 +18,8 @@
 // without policies costs nothing extra.
 //
 // Package validate sits on floor 4: it imports token, realm, policy,
-// resolver, user, notify, audit, store and apierr.
+// resolver, user, audit, store, apierr and internal/radclient (the answer
+// codes of a RADIUS passthru), and nothing that knows HTTP.
 package validate
 
 import (
