@@ -2,10 +2,14 @@ package otp_test
 
 import (
 	"bytes"
+	"encoding/base32"
 	"encoding/hex"
 	"errors"
 	"slices"
 	"testing"
+
+	potp "github.com/pquerna/otp"
+	"github.com/pquerna/otp/hotp"
 	"unicode/utf8"
 
 	"github.com/authsrv/authsrv/internal/otp"
@@ -95,6 +99,30 @@ func FuzzGenerateContents(f *testing.F) {
 			if !slices.ContainsFunc([]rune(s), func(r rune) bool { return slices.Contains(g, r) }) {
 				t.Fatalf("%q has no character of required group %q", s, string(g))
 			}
+		}
+	})
+}
+
+// FuzzHOTPMatchesPquerna: our HMAC loop gives pquerna/otp's values for
+// every key, counter, length and hash.
+func FuzzHOTPMatchesPquerna(f *testing.F) {
+	f.Add([]byte("12345678901234567890"), uint64(0), uint8(6), uint8(0))
+	f.Add([]byte("12345678901234567890123456789012"), uint64(1<<40), uint8(8), uint8(1))
+	f.Add([]byte{}, uint64(1<<63), uint8(10), uint8(2))
+	f.Fuzz(func(t *testing.T, key []byte, counter uint64, digits, hashIdx uint8) {
+		d := otp.MinDigits + int(digits)%(otp.MaxDigits-otp.MinDigits+1)
+		h := []otp.Hash{otp.SHA1, otp.SHA256, otp.SHA512}[int(hashIdx)%3]
+		alg := map[otp.Hash]potp.Algorithm{otp.SHA1: potp.AlgorithmSHA1, otp.SHA256: potp.AlgorithmSHA256, otp.SHA512: potp.AlgorithmSHA512}[h]
+		want, err := hotp.GenerateCodeCustom(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(key), counter,
+			hotp.ValidateOpts{Digits: potp.Digits(d), Algorithm: alg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := otp.HOTP(key, counter, d, h); got != want {
+			t.Fatalf("HOTP(%x, %d, %d, %s) = %q, pquerna %q", key, counter, d, h, got, want)
+		}
+		if c, ok := otp.CheckHOTP(key, want, counter, 1, d, h); !ok || c != counter {
+			t.Fatalf("CheckHOTP misses its own value")
 		}
 	})
 }

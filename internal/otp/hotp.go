@@ -1,13 +1,13 @@
 package otp
 
 import (
+	"crypto/hmac"
 	"crypto/subtle"
 	"encoding/base32"
+	"encoding/binary"
 	"errors"
 	"fmt"
-
-	potp "github.com/pquerna/otp"
-	"github.com/pquerna/otp/hotp"
+	"hash"
 )
 
 // Limits of the OTP length. privacyIDEA offers 6 and 8; RFC 4226 allows
@@ -29,13 +29,16 @@ func ValidateDigits(n int) error {
 	return nil
 }
 
-var b32NoPad = base32.StdEncoding.WithPadding(base32.NoPadding)
-
-// generator computes HOTP values for one key; pquerna/otp takes base32
-// secrets, so the key is converted once per check, not once per counter.
+// generator computes HOTP values for one key. The HMAC (the hash comes
+// from pquerna/otp's algorithm) is keyed once per check and reset for each
+// counter of the window: the window search is the hot loop of every
+// authentication, and pquerna's GenerateCodeCustom decodes a base32 secret
+// and keys a new HMAC on every call. FuzzHOTPMatchesPquerna keeps the two
+// in agreement.
 type generator struct {
-	secret string
-	opts   hotp.ValidateOpts
+	mac    hash.Hash
+	digits int
+	sum    []byte
 }
 
 func newGenerator(key []byte, digits int, h Hash) (generator, bool) {
@@ -43,19 +46,32 @@ func newGenerator(key []byte, digits int, h Hash) (generator, bool) {
 	if !ok || ValidateDigits(digits) != nil {
 		return generator{}, false
 	}
-	return generator{
-		secret: b32NoPad.EncodeToString(key),
-		opts:   hotp.ValidateOpts{Digits: potp.Digits(digits), Algorithm: alg},
-	}, true
+	mac := hmac.New(alg.Hash, key)
+	return generator{mac: mac, digits: digits, sum: make([]byte, 0, mac.Size())}, true
 }
 
-func (g generator) code(counter uint64) string {
-	// The secret is valid base32 by construction, so there is no error.
-	c, err := hotp.GenerateCodeCustom(g.secret, counter, g.opts)
-	if err != nil {
-		return ""
+// pow10 are the moduli of the digit counts.
+var b32NoPad = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+var pow10 = [...]uint64{1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000, 10_000_000_000}
+
+// code is RFC 4226 §5.3: HMAC of the big-endian counter, dynamic
+// truncation to 31 bits, the low digits, zero-padded.
+func (g *generator) code(counter uint64) string {
+	var msg [8]byte
+	binary.BigEndian.PutUint64(msg[:], counter)
+	g.mac.Reset()
+	g.mac.Write(msg[:])
+	g.sum = g.mac.Sum(g.sum[:0])
+	off := g.sum[len(g.sum)-1] & 0x0f
+	v := uint64(binary.BigEndian.Uint32(g.sum[off:]) & 0x7fffffff)
+	var out [MaxDigits]byte
+	v %= pow10[g.digits]
+	for i := g.digits - 1; i >= 0; i-- {
+		out[i] = byte('0' + v%10)
+		v /= 10
 	}
-	return c
+	return string(out[:g.digits])
 }
 
 // HOTP returns the RFC 4226 value of key at counter. It returns "" when
@@ -84,7 +100,7 @@ func CheckHOTP(key []byte, otp string, from uint64, window int, digits int, h Ha
 
 // search compares otp with the values at from … from+n-1 (stopping at the
 // largest counter) without an early exit, and returns the first match.
-func (g generator) search(otp string, from, n uint64) (uint64, bool) {
+func (g *generator) search(otp string, from, n uint64) (uint64, bool) {
 	want := []byte(otp)
 	var found int
 	var matched uint64
