@@ -93,6 +93,7 @@ type Config struct {
 type Service struct {
 	cfg    Config
 	tokens TokenCheck
+	cache  store.RevCache[cachedRealm]
 }
 
 // New returns the service and installs the resolver usage check (a
@@ -238,15 +239,32 @@ func (s *Service) Get(ctx context.Context, name string) (Realm, bool, error) {
 	var r Realm
 	var isDefault, found bool
 	err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
+		key := Normalize(name)
+		if c, ok := s.cache.Get(tx, key); ok {
+			r, found, isDefault = c.r, c.found, c.isDefault
+			return nil
+		}
 		var err error
-		r, found, err = get(tx, Normalize(name))
+		r, found, err = get(tx, key)
+		if err != nil {
+			return err
+		}
 		isDefault = found && defaultName(tx) == r.Name
-		return err
+		s.cache.Put(tx, key, cachedRealm{r, found, isDefault})
+		return nil
 	})
 	if err == nil && !found {
 		err = ErrNotFound
 	}
+	r.Resolvers = slices.Clone(r.Resolvers)
 	return r, isDefault, err
+}
+
+// cachedRealm is a realm lookup as Get answered it at one configuration
+// revision.
+type cachedRealm struct {
+	r                Realm
+	found, isDefault bool
 }
 
 // Exists reports whether a realm exists.

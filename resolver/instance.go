@@ -180,7 +180,15 @@ func (in *Instance) forget(uid, login string) {
 func (s *Service) Instance(ctx context.Context, name string) (*Instance, error) {
 	var rec record
 	found := false
+	k := strings.ToLower(name)
+	var live *Instance
+	var cfgRev uint64
 	if err := s.st.View(ctx, func(tx store.Tx) error {
+		if in, ok := s.live.Get(tx, k); ok {
+			live = in
+			return nil
+		}
+		cfgRev = store.ConfigRevision(tx)
 		err := store.GetJSON(tx.Bucket(bucket), key(name), &rec)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
@@ -190,15 +198,18 @@ func (s *Service) Instance(ctx context.Context, name string) (*Instance, error) 
 	}); err != nil {
 		return nil, err
 	}
+	if live != nil {
+		return live, nil
+	}
 	if !found {
 		s.drop(name)
 		return nil, fmt.Errorf("resolver %s: %w", name, ErrNotFound)
 	}
-	k := strings.ToLower(name)
 	s.mu.Lock()
 	in := s.instances[k]
 	s.mu.Unlock()
 	if in != nil && in.rev == rec.Rev {
+		s.live.PutAt(cfgRev, k, in)
 		return in, nil
 	}
 	t, err := s.typeOf(rec.Type)
@@ -233,6 +244,7 @@ func (s *Service) Instance(ctx context.Context, name string) (*Instance, error) 
 		_ = cur.r.Close()
 	}
 	s.instances[k] = fresh
+	s.live.PutAt(cfgRev, k, fresh)
 	return fresh, nil
 }
 

@@ -78,6 +78,9 @@ type Service struct {
 
 	mu        sync.Mutex
 	instances map[string]*Instance
+	// live maps a resolver name to its instance at the current
+	// configuration revision, so that a lookup need not decode the record.
+	live store.RevCache[*Instance]
 
 	healthMu sync.Mutex
 	health   healthCache
