@@ -1,12 +1,14 @@
 package token
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -206,6 +208,9 @@ func load(tx store.Tx, serial string) (*Token, error) {
 	if raw == nil {
 		return nil, nil
 	}
+	if t, ok := decoded.get(serial, raw); ok {
+		return t, nil
+	}
 	var r record
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, fmt.Errorf("token: decode %s: %w", serial, err)
@@ -213,6 +218,7 @@ func load(tx store.Tx, serial string) (*Token, error) {
 	if r.Info == nil {
 		r.Info = map[string]string{}
 	}
+	decoded.put(serial, raw, &r.Token)
 	return &r.Token, nil
 }
 
@@ -236,23 +242,42 @@ func indexKeys(t *Token) map[string][][]byte {
 // save writes t and moves its index entries from old (nil for a new
 // token).
 func save(tx store.Tx, old, t *Token) error {
+	// Only the index entries that differ are touched: a counter update
+	// (the common write) leaves the owner, realm and type as they were.
+	var oldKeys map[string][][]byte
 	if old != nil {
-		for b, keys := range indexKeys(old) {
-			for _, k := range keys {
-				if err := tx.Bucket(b).Delete(k); err != nil {
-					return err
-				}
+		oldKeys = indexKeys(old)
+	}
+	newKeys := indexKeys(t)
+	for b, keys := range oldKeys {
+		for _, k := range keys {
+			if slices.ContainsFunc(newKeys[b], func(n []byte) bool { return bytes.Equal(n, k) }) {
+				continue
+			}
+			if err := tx.Bucket(b).Delete(k); err != nil {
+				return err
 			}
 		}
 	}
-	for b, keys := range indexKeys(t) {
+	for b, keys := range newKeys {
 		for _, k := range keys {
+			if slices.ContainsFunc(oldKeys[b], func(o []byte) bool { return bytes.Equal(o, k) }) {
+				continue
+			}
 			if err := tx.Bucket(b).Put(k, []byte{}); err != nil {
 				return err
 			}
 		}
 	}
-	return store.PutJSON(tx.Bucket(bucketTokens), []byte(t.Serial), record{store.Versioned{Schema: schema}, *t})
+	raw, err := json.Marshal(record{store.Versioned{Schema: schema}, *t})
+	if err != nil {
+		return fmt.Errorf("token: encode %s: %w", t.Serial, err)
+	}
+	if err := tx.Bucket(bucketTokens).Put([]byte(t.Serial), raw); err != nil {
+		return err
+	}
+	decoded.put(t.Serial, raw, t)
+	return nil
 }
 
 func remove(tx store.Tx, t *Token) error {
@@ -266,6 +291,7 @@ func remove(tx store.Tx, t *Token) error {
 	if err := deleteChallengesOf(tx, t.Serial); err != nil {
 		return err
 	}
+	decoded.forget(t.Serial)
 	return tx.Bucket(bucketTokens).Delete([]byte(t.Serial))
 }
 
