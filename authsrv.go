@@ -232,7 +232,7 @@ func (s *Server) open() error {
 	s.tokens = token.New(token.Config{Store: s.st, Sealer: sealer, Hasher: hasher, Notify: s.notify,
 		Types: reg, Settings: c.tokenSettings, Now: c.now, Rand: c.rand})
 	s.realms.SetTokenCheck(token.RealmHasOwners)
-	s.validator = validate.New(validate.Config{Tokens: s.tokens, Realms: s.realms, Policies: s.policies, Now: c.now,
+	s.validator = validate.New(validate.Config{Tokens: s.tokens, Realms: s.realms, Policies: s.policies, Resolvers: s.resolvers, Now: c.now,
 		Store: s.st, CacheKey: hkdfSeed(c.encKey, "authsrv auth cache key"), Audit: s.audit})
 	return nil
 }

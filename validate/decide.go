@@ -9,6 +9,7 @@ import (
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/policy"
+	"github.com/authsrv/authsrv/resolver"
 	"github.com/authsrv/authsrv/token"
 )
 
@@ -45,7 +46,18 @@ func (p *pinChecker) check(ctx context.Context, t *token.Token, pin string) (boo
 	case "none":
 		return pin == "", nil
 	case "userstore":
-		if !t.Assigned() || p.q.in == nil {
+		if !t.Assigned() {
+			return false, nil
+		}
+		if p.q.in == nil && p.q.v.cfg.Resolvers != nil {
+			// The serial path: the owner's user store.
+			in, err := p.q.v.cfg.Resolvers.Instance(ctx, t.Owner.Resolver)
+			if err != nil && !errors.Is(err, resolver.ErrNotFound) {
+				return false, err
+			}
+			p.q.in = in
+		}
+		if p.q.in == nil {
 			return false, nil
 		}
 		if v, ok := p.memo[pin]; ok {
@@ -355,10 +367,10 @@ func (q *req) trigger(ctx context.Context, toks []*token.Token) (Response, error
 	if err != nil {
 		return Response{}, err
 	}
+	// Only policies shape a challenge: the texts, the mail subject, the
+	// validity and the server to send through never come from the
+	// (anonymous) request.
 	opts := token.Params{}
-	for k, v := range q.r.Options {
-		opts[k] = v
-	}
 	for _, a := range challengeOptions {
 		if v, err := q.value(ctx, policy.ScopeAuthentication, a); err != nil {
 			return Response{}, err

@@ -125,7 +125,10 @@ type Config struct {
 	Tokens   *token.Service
 	Realms   *realm.Service
 	Policies *policy.Service
-	Now      func() time.Time
+	// Resolvers gives the owner's user store on the serial path (otppin
+	// userstore checks the PIN part as the owner's password).
+	Resolvers *resolver.Service
+	Now       func() time.Time
 	// Store holds the auth cache (bucket "authcache"); without it the
 	// auth_cache policy has no effect.
 	Store store.Store
