@@ -269,12 +269,32 @@ func (l *Log) leadBatch() {
 // WriteTx appends e inside the caller's write transaction, so that the
 // entry commits together with the change it describes.
 func (l *Log) WriteTx(tx store.Tx, e Entry) (Entry, error) {
+	return l.WritePrepared(tx, l.Prepare(e))
+}
+
+// Prepared is an entry with its content signature, made before the
+// transaction it will be written in (signing is the costly part, and a
+// write transaction is the store's serial section).
+type Prepared struct {
+	e   Entry
+	sig []byte
+}
+
+// Prepare makes e canonical and signs its content.
+func (l *Log) Prepare(e Entry) Prepared {
 	e = canonical(e)
+	return Prepared{e: e, sig: ed25519.Sign(l.cfg.Key, contentHash(e))}
+}
+
+// WritePrepared appends p inside the caller's write transaction (number,
+// chain hash and the signed head), so that the entry commits together
+// with the change it describes.
+func (l *Log) WritePrepared(tx store.Tx, p Prepared) (Entry, error) {
 	prev, err := l.headHash(tx)
 	if err != nil {
-		return e, err
+		return p.e, err
 	}
-	e, h, err := l.appendOne(tx, e, ed25519.Sign(l.cfg.Key, contentHash(e)), prev)
+	e, h, err := l.appendOne(tx, p.e, p.sig, prev)
 	if err != nil {
 		return e, err
 	}

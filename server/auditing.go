@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/audit"
 )
 
 // splitAgent splits a User-Agent into its product name and version
@@ -34,6 +35,16 @@ func auditText(s string, max int) string {
 // target user, realm, resolver and serial from the parameters (never a
 // password, PIN, OTP or token), the outcome and the deciding policies.
 func (a *api) audit(c *call, ans answer, err error) error {
+	if c.recorded {
+		// Written with the change it records (a /validate success).
+		return nil
+	}
+	_, werr := a.s.Audit().Write(c.ctx, a.auditEntry(c, ans, err))
+	return werr
+}
+
+// auditEntry is the audit entry of call c with its answer or error.
+func (a *api) auditEntry(c *call, ans answer, err error) audit.Entry {
 	e := c.entry
 	end := a.s.Now()
 	e.StartDate, e.Date = c.started.UTC(), end.UTC()
@@ -87,6 +98,5 @@ func (a *api) audit(c *call, ans answer, err error) error {
 	default:
 		e.Success = true
 	}
-	_, werr := a.s.Audit().Write(c.ctx, e)
-	return werr
+	return e
 }

@@ -195,6 +195,9 @@ type call struct {
 	entry audit.Entry
 	// policies are the names of the policies that decided.
 	policies []string
+	// recorded is set when the audit entry was written in the
+	// transaction of the change (a /validate success).
+	recorded bool
 }
 
 // handle registers ep for method and path, and for the path with the

@@ -2,9 +2,11 @@ package server
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/token"
 	"github.com/authsrv/authsrv/validate"
 )
@@ -59,13 +61,29 @@ func (c *call) validateAnswer(res validate.Response) answer {
 	return answer{value: res.Value, detail: res.Detail, auth: true}
 }
 
+// recordSuccess prepares the audit entry of a success (signed here, in
+// the request's goroutine) for the validator to write in the transaction
+// that commits the success: one durable commit for both.
+func (c *call) recordSuccess(res validate.Response) func(store.Tx) error {
+	cc := *c
+	cc.policies = slices.Clone(c.policies)
+	ans := cc.validateAnswer(res)
+	p := c.a.s.Audit().Prepare(c.a.auditEntry(&cc, ans, nil))
+	return func(tx store.Tx) error {
+		_, err := c.a.s.Audit().WritePrepared(tx, p)
+		return err
+	}
+}
+
 // check runs /validate/check (and the shape of samlcheck/radiuscheck).
 func (c *call) check() (validate.Response, error) {
 	r, err := c.validateRequest(true)
 	if err != nil {
 		return validate.Response{}, err
 	}
+	r.Record = c.recordSuccess
 	res, err := c.a.s.Validator().Check(c.ctx, r)
+	c.recorded = res.Recorded
 	if err != nil {
 		c.policies = append(c.policies, res.Policies...)
 		return res, err

@@ -114,9 +114,14 @@ func (s *Service) Commit(ctx context.Context, serial string, m Match) (*Token, e
 		t.incInfo(InfoCountAuthSuccess)
 		out = t
 		if m.Delete {
-			return remove(tx, old)
+			err = remove(tx, old)
+		} else {
+			err = save(tx, old, t)
 		}
-		return save(tx, old, t)
+		if err == nil && m.Also != nil {
+			err = m.Also(tx, t)
+		}
+		return err
 	})
 	return out, err
 }

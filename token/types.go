@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/user"
 )
 
@@ -143,6 +144,11 @@ type Match struct {
 	Apply func(t *Token) bool
 	// Delete removes the token after a successful use (registration).
 	Delete bool
+	// Also, when set, runs in the commit transaction after the token was
+	// written (or deleted), with the committed token: the caller's record
+	// of the success (its audit entry) commits with it or not at all. Like
+	// Apply it may run more than once.
+	Also func(tx store.Tx, t *Token) error
 	// Message replaces the failure message (e.g. "previous otp used
 	// again").
 	Message string

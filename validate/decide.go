@@ -149,7 +149,7 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 		if !ok {
 			continue
 		}
-		committed, stale, err := q.commit(ctx, c.t.Serial, c.m)
+		committed, stale, err := q.commit(ctx, c.t, c.m, fmt.Sprintf(MsgMatching, 1))
 		var ue *token.UnusableError
 		switch {
 		case errors.Is(err, token.ErrReplay):
@@ -303,7 +303,7 @@ func (q *req) answer(ctx context.Context, usable, all []*token.Token) (Response,
 		if !m.OK {
 			continue
 		}
-		committed, stale, err := q.commit(ctx, t.Serial, m)
+		committed, stale, err := q.commit(ctx, t, m, MsgFoundChallenge)
 		if errors.Is(err, token.ErrReplay) {
 			continue
 		}

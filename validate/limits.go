@@ -11,6 +11,7 @@ import (
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/policy"
+	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/token"
 	"github.com/authsrv/authsrv/user"
 )
@@ -257,7 +258,8 @@ func lastAuthFresh(stored string, maxAge time.Duration, now time.Time) bool {
 // last_auth policy to the value it finds there: when that is too old the
 // OTP is still used up but last_auth is left as it was, and stale returns
 // it for the rejection message.
-func (q *req) commit(ctx context.Context, serial string, m token.Match) (t *token.Token, stale string, err error) {
+func (q *req) commit(ctx context.Context, snapshot *token.Token, m token.Match, msg string) (t *token.Token, stale string, err error) {
+	serial := snapshot.Serial
 	maxAge, name, err := q.lastAuthMax(ctx)
 	if err != nil {
 		return nil, "", err
@@ -278,15 +280,51 @@ func (q *req) commit(ctx context.Context, serial string, m token.Match) (t *toke
 		t.SetInfo(token.InfoLastAuth, stamp)
 		return true
 	}
+	var wrote bool
+	if write, err := q.recordWrite(ctx, msg, snapshot); err != nil {
+		return nil, "", err
+	} else if write != nil {
+		m.Also = func(tx store.Tx, _ *token.Token) error {
+			wrote = false
+			if tooOld {
+				return nil
+			}
+			if err := write(tx); err != nil {
+				return err
+			}
+			wrote = true
+			return nil
+		}
+	}
 	t, err = q.v.cfg.Tokens.Commit(ctx, serial, m)
 	if err != nil {
 		return nil, "", err
 	}
+	q.recorded = wrote
 	if tooOld {
 		q.note(name)
 		return t, stale, nil
 	}
 	return t, "", nil
+}
+
+// recordWrite is Request.Record's write of the success that committing
+// snapshot with msg gives, or nil when the response could still change
+// after the commit: an authorization policy (serial, tokentype, tokeninfo,
+// last_auth, authorized, the rate limits, the detail shaping) or
+// reset_all_user_tokens is in effect, or no Record was asked for.
+func (q *req) recordWrite(ctx context.Context, msg string, snapshot *token.Token) (func(store.Tx) error, error) {
+	if q.r.Record == nil || (q.pol.snap != nil && q.pol.snap.Active(policy.ScopeAuthorization)) {
+		return nil, nil
+	}
+	if snapshot.Assigned() {
+		if name, err := q.flag(ctx, policy.ScopeAuthentication, "reset_all_user_tokens"); err != nil || name != "" {
+			return nil, err
+		}
+	}
+	res := q.success(msg, snapshot, "")
+	res.Policies = q.pol.used
+	return q.r.Record(res), nil
 }
 
 // success is the decision after a committed match: a success, or the

@@ -92,6 +92,14 @@ type Request struct {
 	UserAgent string
 	// Options are the other request parameters (for token types).
 	Options token.Params
+	// Record, when set, is asked for the write of the request's record
+	// (its audit entry) given the response of a success. Check runs that
+	// write in the transaction that commits the success, so that an
+	// acknowledged success and its record are durable together with one
+	// commit, when nothing after the commit can change the response (no
+	// authorization policy is active and reset_all_user_tokens is not
+	// set). Response.Recorded tells whether it did.
+	Record func(Response) func(store.Tx) error
 }
 
 // String describes the request without its password.
@@ -118,6 +126,9 @@ type Response struct {
 	// Policies are the names of the policies that decided (for the
 	// audit).
 	Policies []string
+	// Recorded is set when Request.Record's write committed with this
+	// (successful) response.
+	Recorded bool
 }
 
 // Config wires the validator.
@@ -177,6 +188,8 @@ type req struct {
 	// force is force_challenge_response (user path only).
 	force bool
 	pol   policies
+	// recorded: Request.Record's write committed with the success.
+	recorded bool
 }
 
 // Check decides a request.
@@ -207,6 +220,9 @@ func (v *Validator) Check(ctx context.Context, r Request) (Response, error) {
 		res, err = q.post(ctx, res)
 	}
 	res.Policies = q.pol.used
+	// The record names the success; any other outcome (which the checks
+	// before the commit rule out) is recorded by the caller as usual.
+	res.Recorded = q.recorded && err == nil && res.Value
 	return res, err
 }
 
@@ -289,7 +305,7 @@ func (q *req) serialPath(ctx context.Context) (Response, error) {
 			// Commit still refuses a disabled or blocked token (privacyIDEA
 			// skips those checks for otponly; we do not let a disabled
 			// token authenticate).
-			committed, stale, err := q.commit(ctx, t.Serial, m)
+			committed, stale, err := q.commit(ctx, t, m, MsgMatching1())
 			if err == nil {
 				return q.success(MsgMatching1(), committed, stale), nil
 			}

@@ -24,6 +24,7 @@ import (
 	"github.com/authsrv/authsrv/realm"
 	"github.com/authsrv/authsrv/resolver"
 	"github.com/authsrv/authsrv/resolver/passwd"
+	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/store/storetest"
 	"github.com/authsrv/authsrv/token"
 	"github.com/authsrv/authsrv/user"
@@ -66,6 +67,7 @@ type env struct {
 	realms *realm.Service
 	pol    *policy.Service
 	clk    *clock
+	st     store.Store
 }
 
 func newEnv(t *testing.T, set token.Settings) *env {
@@ -114,7 +116,7 @@ func newEnv(t *testing.T, set token.Settings) *env {
 		ResolverExists: func(ctx context.Context, n string) bool { _, ok, err := res.Get(ctx, n); return ok && err == nil }})
 	tokens := token.New(token.Config{Store: st, Sealer: sealer, Hasher: h, Settings: set, Now: clk.Now})
 	v := validate.New(validate.Config{Tokens: tokens, Realms: realms, Policies: pol, Resolvers: res, Now: clk.Now})
-	return &env{v: v, tokens: tokens, realms: realms, pol: pol, clk: clk}
+	return &env{v: v, tokens: tokens, realms: realms, pol: pol, clk: clk, st: st}
 }
 
 // writePasswd writes a passwd file with bcrypt hashes (cost 4).
@@ -763,4 +765,61 @@ func hotpAt(t *testing.T, hexKey string, counter uint64) string {
 		t.Fatal(err)
 	}
 	return otp.HOTP(key, counter, 6, otp.SHA1)
+}
+
+// TestRecordInCommit: the record of a success (the server's audit entry)
+// is written in the transaction that commits the success; when that write
+// fails nothing is committed, and when an authorization policy could still
+// change the response after the commit the record is left to the caller.
+func TestRecordInCommit(t *testing.T) {
+	e := newEnv(t, token.Settings{})
+	e.enroll(t, "hotp", "RC1", "alice", "realm1", rfcKey, "pin")
+	var seen []validate.Response
+	var fail error
+	record := func(res validate.Response) func(store.Tx) error {
+		seen = append(seen, res)
+		return func(tx store.Tx) error {
+			if fail != nil {
+				return fail
+			}
+			return tx.Bucket("recordtest").Put([]byte(res.Detail["serial"].(string)), []byte(res.Detail["message"].(string)))
+		}
+	}
+	res := e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin" + rfcHOTP[0], Record: record})
+	want(t, res, true, "matching 1 tokens")
+	if !res.Recorded || len(seen) != 1 || !seen[0].Value || seen[0].User.Login != "alice" {
+		t.Fatalf("recorded %v, record asked with %+v", res.Recorded, seen)
+	}
+	var stored string
+	if err := e.st.View(t.Context(), func(tx store.Tx) error {
+		stored = string(tx.Bucket("recordtest").Get([]byte("RC1")))
+		return nil
+	}); err != nil || stored != "matching 1 tokens" {
+		t.Fatalf("record in the store: %q, %v", stored, err)
+	}
+	// A failed record write fails the request and keeps the OTP unused.
+	fail = errors.New("disk full")
+	if _, err := e.v.Check(t.Context(), validate.Request{User: "alice", Realm: "realm1", Pass: "pin" + rfcHOTP[1], Record: record}); !errors.Is(err, fail) {
+		t.Fatalf("Check with a failing record: %v", err)
+	}
+	if c := e.get(t, "RC1").Count; c != 1 {
+		t.Fatalf("count %d after a failed record, want 1", c)
+	}
+	fail = nil
+	// Failures are not recorded here.
+	seen = nil
+	res = e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin000000", Record: record})
+	if res.Recorded || len(seen) != 0 {
+		t.Fatalf("a failure was recorded: %v %v", res.Recorded, seen)
+	}
+	// An authorization policy may still turn the success around: the
+	// caller records it.
+	if _, err := e.pol.Set(t.Context(), policy.Policy{Name: "types", Scope: policy.ScopeAuthorization, Action: "tokentype=hotp", Active: true, Priority: 1}); err != nil {
+		t.Fatal(err)
+	}
+	res = e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin" + rfcHOTP[1], Record: record})
+	want(t, res, true, "matching 1 tokens")
+	if res.Recorded || len(seen) != 0 {
+		t.Fatalf("recorded %v with an authorization policy active", res.Recorded)
+	}
 }
