@@ -135,6 +135,15 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) (int, error) {
 		}
 	}
 
+	if cfg.kdfFor > 0 && !interrupted {
+		fmt.Fprintf(b.log, "kdf: hashing alone for %s\n", cfg.kdfFor)
+		k := measureKDF(ctx, cfg.kdfFor)
+		if k.HashesPerSec > 0 {
+			k.LoadShare = round3(s.RequestsPerSec / k.HashesPerSec)
+		}
+		s.KDFAlone = &k
+	}
+
 	var saveErr error
 	if cfg.state != "" {
 		st := newState(cfg.realm, cfg.prefix, pin != "", users)

@@ -32,8 +32,9 @@ type fakeServer struct {
 	realms   map[string]bool
 	tokens   map[string]*fakeToken // by login
 	checks   int
-	dropNth  int  // with n > 0, every n-th check is cut off without an answer
-	dropLate bool // cut off after the check counted (else before)
+	dropNth  int    // with n > 0, every n-th check is cut off without an answer
+	dropLate bool   // cut off after the check counted (else before)
+	otppin   string // the otppin policy the setup set
 }
 
 type fakeToken struct {
@@ -111,6 +112,13 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.passwd[login] = true
 		}
 		fakeReply(w, 200, 1)
+	case strings.HasPrefix(r.URL.Path, "/policy/"):
+		if p("scope") != "authentication" || !f.realms[p("realm")] {
+			fakeReply(w, 400, "bad policy")
+			return
+		}
+		f.otppin = strings.TrimPrefix(p("action"), "otppin=")
+		fakeReply(w, 200, map[string]any{"setPolicy " + strings.TrimPrefix(r.URL.Path, "/policy/"): 1})
 	case strings.HasPrefix(r.URL.Path, "/realm/"):
 		f.realms[strings.TrimPrefix(r.URL.Path, "/realm/")] = true
 		fakeReply(w, 200, map[string]any{"added": []string{p("resolvers")}, "failed": []string{}})
@@ -137,7 +145,13 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		tok := f.tokens[p("user")]
 		ok := false
-		if pass := p("pass"); tok != nil && len(pass) >= 6 && pass[:len(pass)-6] == tok.pin {
+		pinOK := func(pin string) bool {
+			if f.otppin == "none" {
+				return pin == ""
+			}
+			return pin == tok.pin
+		}
+		if pass := p("pass"); tok != nil && len(pass) >= 6 && pinOK(pass[:len(pass)-6]) {
 			g := newHOTP(tok.key, 6)
 			for c := tok.counter; c < tok.counter+10; c++ {
 				if g.At(c) == pass[len(pass)-6:] {

@@ -78,6 +78,7 @@ type config struct {
 	users        int
 	clients      int
 	duration     time.Duration
+	kdfFor       time.Duration
 	mode         string
 	pin          string
 	realm        string
@@ -121,6 +122,7 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (*c
 	fs.IntVar(&c.users, "users", 100, "number of users, one HOTP token each")
 	fs.IntVar(&c.clients, "clients", 8, "concurrent clients (goroutines and connections)")
 	fs.DurationVar(&c.duration, "duration", 30*time.Second, "how long the load runs")
+	fs.DurationVar(&c.kdfFor, "kdf-alone", 0, "after the load, hash PINs (Argon2id, the server's default parameters) on every CPU for this long and report the rate, the bound of modes pin and wrong")
 	fs.StringVar(&c.mode, "mode", modeValid, "valid (fresh OTPs, no PIN), wrong (right PIN, wrong OTP) or pin (PIN + fresh OTP)")
 	fs.StringVar(&c.pin, "pin", "", "token PIN for modes pin and wrong (prefer $"+envPIN+")")
 	fs.StringVar(&c.realm, "realm", "bench", "realm to create and authenticate in")

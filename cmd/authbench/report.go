@@ -116,6 +116,7 @@ type summary struct {
 	Errors          errorCounts   `json:"errors"`
 	LatencyMS       latencyMS     `json:"latency_ms"`
 	Server          *serverMemory `json:"server,omitempty"`
+	KDFAlone        *kdfAlone     `json:"kdf_alone,omitempty"`
 	ErrorSamples    []string      `json:"error_samples,omitempty"`
 	Interrupted     bool          `json:"interrupted,omitempty"`
 }
@@ -197,6 +198,10 @@ func (s *summary) writeText(w io.Writer) error {
 	if m := s.Server; m != nil {
 		fmt.Fprintf(&b, "server RSS   %s before, %s after, peak %s (pid %d, VmRSS/VmHWM)\n",
 			mib(m.RSSBeforeKB), mib(m.RSSKB), mib(m.HWMKB), m.PID)
+	}
+	if k := s.KDFAlone; k != nil {
+		fmt.Fprintf(&b, "kdf alone    %.1f hashes/s (argon2id t=%d m=%dKiB p=%d, %d goroutines); the load is %.0f%% of it\n",
+			k.HashesPerSec, k.Time, k.MemoryKiB, k.Threads, k.Goroutines, 100*k.LoadShare)
 	}
 	for _, e := range s.ErrorSamples {
 		fmt.Fprintf(&b, "first error  %s\n", e)

@@ -201,6 +201,9 @@ func loadState(path string) (*state, []*benchUser, error) {
 // resolverName is the passwd resolver the setup creates.
 func resolverName(prefix string) string { return prefix + "_passwd" }
 
+// policyName is the authentication policy that sets otppin for the realm.
+func policyName(prefix string) string { return prefix + "_otppin" }
+
 // setupResult describes a finished setup for the report.
 type setupResult struct {
 	passwdPath string
@@ -248,6 +251,19 @@ func (b *bench) setup(ctx context.Context, users []*benchUser, pin string) (*set
 	}
 	if err := json.Unmarshal(env.Result.Value, &realm); err == nil && len(realm.Failed) > 0 {
 		return nil, fmt.Errorf("creating realm %s: resolver %s failed", b.cfg.realm, res)
+	}
+
+	// Without a PIN the realm gets otppin=none (the PIN part must be
+	// empty); with one, the default tokenpin, said explicitly so that a
+	// setup with a PIN after one without undoes it.
+	otppin := "otppin=tokenpin"
+	if pin == "" {
+		otppin = "otppin=none"
+	}
+	pol := policyName(b.cfg.prefix)
+	if _, err := api.post(ctx, "/policy/"+url.PathEscape(pol), url.Values{"scope": {"authentication"}, "action": {otppin},
+		"realm": {b.cfg.realm}, "active": {"true"}}); err != nil {
+		return nil, fmt.Errorf("creating policy %s (%s): %w", pol, otppin, err)
 	}
 
 	err = forEach(ctx, b.cfg.setupWorkers, len(users), func(ctx context.Context, i int) error {
