@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"time"
 
@@ -53,7 +54,12 @@ type HasherConfig struct {
 	Caps        Caps          // zero means DefaultCaps
 	BudgetBytes int64         // memory of concurrent key derivations; 0 means 512 MiB
 	MaxWait     time.Duration // longest wait for the budget; 0 means 10s
-	Rand        io.Reader     // salts; nil means crypto/rand.Reader
+	// MaxParallel bounds the Argon2 lanes computing at once; 0 means
+	// GOMAXPROCS. More derivations than CPUs do not finish sooner: they
+	// share the cores, each holds its memory longer, and the garbage they
+	// leave outpaces the collector.
+	MaxParallel int
+	Rand        io.Reader // salts; nil means crypto/rand.Reader
 }
 
 // Hasher hashes and verifies PINs and passwords with Argon2. Every key
@@ -68,6 +74,8 @@ type Hasher struct {
 	budgetKiB int64
 	maxWait   time.Duration
 	sem       *semaphore.Weighted
+	lanes     *semaphore.Weighted // CPU lanes (MaxParallel)
+	maxLanes  int64
 	dummySalt []byte
 
 	rndMu sync.Mutex
@@ -131,6 +139,12 @@ func NewHasher(cfg HasherConfig) (*Hasher, error) {
 	if cfg.MaxWait < 0 {
 		bad("MaxWait must not be negative")
 	}
+	if cfg.MaxParallel < 0 {
+		bad("MaxParallel must not be negative")
+	}
+	if cfg.MaxParallel == 0 {
+		cfg.MaxParallel = runtime.GOMAXPROCS(0)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -144,6 +158,8 @@ func NewHasher(cfg HasherConfig) (*Hasher, error) {
 		rnd:       cfg.Rand,
 	}
 	h.sem = semaphore.NewWeighted(h.budgetKiB)
+	h.maxLanes = int64(cfg.MaxParallel)
+	h.lanes = semaphore.NewWeighted(h.maxLanes)
 	return h, nil
 }
 
@@ -225,7 +241,7 @@ func (h *Hasher) Dummy(ctx context.Context, password string) {
 
 // derive runs one key derivation inside the memory budget.
 func (h *Hasher) derive(ctx context.Context, variant, password string, salt []byte, p Params) ([]byte, error) {
-	release, err := h.acquire(ctx, p.Memory)
+	release, err := h.acquire(ctx, p.Memory, int64(p.Threads))
 	if err != nil {
 		return nil, err
 	}
@@ -239,26 +255,39 @@ func (h *Hasher) derive(ctx context.Context, variant, password string, salt []by
 	return argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, p.KeyLen), nil
 }
 
-// acquire takes kib from the budget, waiting at most maxWait and while ctx
-// lasts. x/crypto allocates at most m KiB (it rounds m down to a multiple
-// of 4*p, and m >= 8*p is checked), so m is the weight.
-func (h *Hasher) acquire(ctx context.Context, kib uint32) (release func(), err error) {
+// acquire takes kib from the memory budget, then threads CPU lanes,
+// waiting at most maxWait in all and while ctx lasts. x/crypto allocates
+// at most m KiB (it rounds m down to a multiple of 4*p, and m >= 8*p is
+// checked), so m is the weight.
+func (h *Hasher) acquire(ctx context.Context, kib uint32, threads int64) (release func(), err error) {
 	w := int64(kib)
 	if w > h.budgetKiB {
 		return nil, fmt.Errorf("%w: the hash needs %d KiB, more than the whole budget of %d KiB", ErrParamsTooHigh, w, h.budgetKiB)
 	}
+	lanes := min(max(threads, 1), h.maxLanes)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBusy, err)
 	}
-	if !h.sem.TryAcquire(w) {
-		wctx, cancel := context.WithTimeout(ctx, h.maxWait)
-		defer cancel()
-		if err := h.sem.Acquire(wctx, w); err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return nil, fmt.Errorf("%w: %w", ErrBusy, cerr)
-			}
-			return nil, fmt.Errorf("%w: no memory free within %v", ErrBusy, h.maxWait)
+	if h.sem.TryAcquire(w) {
+		if h.lanes.TryAcquire(lanes) {
+			return func() { h.lanes.Release(lanes); h.sem.Release(w) }, nil
 		}
+		h.sem.Release(w)
 	}
-	return func() { h.sem.Release(w) }, nil
+	wctx, cancel := context.WithTimeout(ctx, h.maxWait)
+	defer cancel()
+	busy := func(what string) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("%w: %w", ErrBusy, cerr)
+		}
+		return fmt.Errorf("%w: no %s free within %v", ErrBusy, what, h.maxWait)
+	}
+	if err := h.sem.Acquire(wctx, w); err != nil {
+		return nil, busy("memory")
+	}
+	if err := h.lanes.Acquire(wctx, lanes); err != nil {
+		h.sem.Release(w)
+		return nil, busy("CPU")
+	}
+	return func() { h.lanes.Release(lanes); h.sem.Release(w) }, nil
 }

@@ -337,9 +337,38 @@ func TestLimiter(t *testing.T) {
 		}
 	})
 
+	t.Run("CPU lanes bound the derivations at once", func(t *testing.T) {
+		const n = 6
+		h := newHasher(t, secret.HasherConfig{Params: cheap, BudgetBytes: n * int64(cheap.Memory) * 1024, MaxWait: time.Hour, MaxParallel: 2})
+		encoded, err := h.Hash(t.Context(), "pw")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var now, most atomic.Int32
+		secret.SetKDFHook(h, func() {
+			c := now.Add(1)
+			for m := most.Load(); c > m && !most.CompareAndSwap(m, c); m = most.Load() {
+			}
+			time.Sleep(20 * time.Millisecond)
+			now.Add(-1)
+		})
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				if ok, _, err := h.Verify(t.Context(), encoded, "pw"); err != nil || !ok {
+					t.Errorf("Verify = %v, %v", ok, err)
+				}
+			})
+		}
+		wg.Wait()
+		if m := most.Load(); m != 2 {
+			t.Errorf("%d derivations at once, want 2 (MaxParallel)", m)
+		}
+	})
+
 	t.Run("roomy budget runs in parallel", func(t *testing.T) {
 		const n = 4
-		h := newHasher(t, secret.HasherConfig{Params: cheap, BudgetBytes: n * int64(cheap.Memory) * 1024, MaxWait: time.Hour})
+		h := newHasher(t, secret.HasherConfig{Params: cheap, BudgetBytes: n * int64(cheap.Memory) * 1024, MaxWait: time.Hour, MaxParallel: n})
 		encoded, err := h.Hash(t.Context(), "pw")
 		if err != nil {
 			t.Fatal(err)
