@@ -35,6 +35,8 @@ type fakeServer struct {
 	dropNth  int    // with n > 0, every n-th check is cut off without an answer
 	dropLate bool   // cut off after the check counted (else before)
 	otppin   string // the otppin policy the setup set
+	// maxFailSet counts /token/set calls (mode wrong raises max_failcount).
+	maxFailSet int
 }
 
 type fakeToken struct {
@@ -136,6 +138,13 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.tokens[p("user")] = tok
 		fakeReply(w, 200, true)
+	case r.URL.Path == "/token/set":
+		if n, err := strconv.Atoi(p("max_failcount")); err != nil || n < 1000 || p("serial") == "" {
+			fakeReply(w, 400, "bad token set")
+			return
+		}
+		f.maxFailSet++
+		fakeReply(w, 200, 1)
 	case r.URL.Path == "/validate/check":
 		f.checks++
 		drop := f.dropNth > 0 && f.checks%f.dropNth == 0
@@ -229,6 +238,18 @@ func TestLoadAgainstFake(t *testing.T) {
 			}
 			if tc.pin != "" && strings.Contains(out, tc.pin) {
 				t.Errorf("output shows the PIN:\n%s", out)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			wantOTPPIN, wantMaxFail := "tokenpin", 0
+			if tc.pin == "" {
+				wantOTPPIN = "none"
+			}
+			if tc.mode == modeWrong {
+				wantMaxFail = 7
+			}
+			if f.otppin != wantOTPPIN || f.maxFailSet != wantMaxFail {
+				t.Errorf("setup: otppin %q, %d max_failcount raises; want %q, %d", f.otppin, f.maxFailSet, wantOTPPIN, wantMaxFail)
 			}
 		})
 	}

@@ -201,6 +201,10 @@ func loadState(path string) (*state, []*benchUser, error) {
 // resolverName is the passwd resolver the setup creates.
 func resolverName(prefix string) string { return prefix + "_passwd" }
 
+// wrongMaxFail is the fail counter limit the tokens get in mode wrong (the
+// server's largest).
+const wrongMaxFail = 1000000
+
 // policyName is the authentication policy that sets otppin for the realm.
 func policyName(prefix string) string { return prefix + "_otppin" }
 
@@ -287,6 +291,18 @@ func (b *bench) setup(ctx context.Context, users []*benchUser, pin string) (*set
 			return fmt.Errorf("enrolling token %s for %s: result.value is %s", u.Serial, u.Login, snippet(env.Result.Value))
 		}
 		u.Counter = 0 // a new key starts at counter 0
+		if b.cfg.mode == modeWrong {
+			// Wrong OTPs would lock a token after maxfail (10) tries,
+			// and a locked token answers without checking its PIN: the
+			// load would measure the lock, not the PIN check.
+			env, err := api.post(ctx, "/token/set", url.Values{"serial": {u.Serial}, "max_failcount": {strconv.Itoa(wrongMaxFail)}})
+			if err != nil {
+				return fmt.Errorf("raising max_failcount of %s: %w", u.Serial, err)
+			}
+			if string(env.Result.Value) != "1" {
+				return fmt.Errorf("raising max_failcount of %s: result.value is %s", u.Serial, snippet(env.Result.Value))
+			}
+		}
 		return nil
 	})
 	if err != nil {
