@@ -61,10 +61,10 @@ func (c *call) validateAnswer(res validate.Response) answer {
 	return answer{value: res.Value, detail: res.Detail, auth: true}
 }
 
-// recordSuccess prepares the audit entry of a success (signed here, in
-// the request's goroutine) for the validator to write in the transaction
-// that commits the success: one durable commit for both.
-func (c *call) recordSuccess(res validate.Response) func(store.Tx) error {
+// record prepares the audit entry of a decision (signed here, in the
+// request's goroutine) for the validator to write in the transaction that
+// commits its token changes: one durable commit for both.
+func (c *call) record(res validate.Response) func(store.Tx) error {
 	cc := *c
 	cc.policies = slices.Clone(c.policies)
 	ans := cc.validateAnswer(res)
@@ -81,7 +81,7 @@ func (c *call) check() (validate.Response, error) {
 	if err != nil {
 		return validate.Response{}, err
 	}
-	r.Record = c.recordSuccess
+	r.Record = c.record
 	res, err := c.a.s.Validator().Check(c.ctx, r)
 	c.recorded = res.Recorded
 	if err != nil {

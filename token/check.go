@@ -130,19 +130,38 @@ func (s *Service) Commit(ctx context.Context, serial string, m Match) (*Token, e
 // (never above maxfail; reaching it stamps failcounter_exceeded), and
 // count_auth rises when countAuth is set (the PIN matched).
 func (s *Service) Fail(ctx context.Context, serial string, countAuth bool) error {
-	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
-		old, err := load(tx, serial)
-		if err != nil || old == nil {
-			return err
+	return s.FailAll(ctx, []string{serial}, countAuth, nil)
+}
+
+// FailAll records a failed attempt on each token of serials, as Fail does,
+// in one transaction, and runs also (when not nil) in that transaction:
+// the write that records the failure commits with it. Serials that no
+// longer exist are passed over.
+func (s *Service) FailAll(ctx context.Context, serials []string, countAuth bool, also func(store.Tx) error) error {
+	return s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		now := s.cfg.Now()
+		for _, serial := range serials {
+			old, err := load(tx, serial)
+			if err != nil {
+				return err
+			}
+			if old == nil {
+				continue
+			}
+			t := old.Clone()
+			s.failLocked(t, now)
+			if countAuth {
+				t.incInfo(InfoCountAuth)
+			}
+			if err := save(tx, old, t); err != nil {
+				return err
+			}
 		}
-		t := old.Clone()
-		s.failLocked(t, s.cfg.Now())
-		if countAuth {
-			t.incInfo(InfoCountAuth)
+		if also != nil {
+			return also(tx)
 		}
-		return save(tx, old, t)
+		return nil
 	})
-	return err
 }
 
 func (s *Service) failLocked(t *Token, now time.Time) {

@@ -201,27 +201,16 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 		return q.challenge(ctx, challengeReq)
 	}
 	if len(pinMatched) > 0 {
-		for _, c := range pinMatched {
-			if err := svc.Fail(ctx, c.t.Serial, true); err != nil {
-				return Response{}, err
-			}
-		}
 		msg := token.MsgWrongOTP
 		if len(pinMatched) == 1 {
 			if pinMatched[0].m.Message == token.MsgReplayed {
 				msg = token.MsgReplayed
 			}
-			d := detailOne(msg, pinMatched[0].t)
-			return Response{User: q.u, Detail: d}, nil
+			return q.fail(ctx, pinMatched, Response{User: q.u, Detail: detailOne(msg, pinMatched[0].t)})
 		}
-		return Response{User: q.u, Detail: map[string]any{"message": msg}}, nil
+		return q.fail(ctx, pinMatched, Response{User: q.u, Detail: map[string]any{"message": msg}})
 	}
-	for _, c := range cands {
-		if err := svc.Fail(ctx, c.t.Serial, true); err != nil {
-			return Response{}, err
-		}
-	}
-	return Response{User: q.u, Detail: map[string]any{"message": MsgWrongPIN}}, nil
+	return q.fail(ctx, cands, Response{User: q.u, Detail: map[string]any{"message": MsgWrongPIN}})
 }
 
 func isPINOnly(svc *token.Service, t *token.Token) bool {

@@ -327,6 +327,40 @@ func (q *req) recordWrite(ctx context.Context, msg string, snapshot *token.Token
 	return q.r.Record(res), nil
 }
 
+// fail raises the fail counters (and count_auth) of the candidates in one
+// transaction and answers res. Request.Record's write of res runs in that
+// transaction when nothing after it can change res (see recordWrite; a
+// failure's detail is also replaced under hide_specific_error_message), so
+// that a rejection costs one commit, not two.
+func (q *req) fail(ctx context.Context, cands []*candidate, res Response) (Response, error) {
+	write, err := q.failRecord(ctx, res)
+	if err != nil {
+		return Response{}, err
+	}
+	serials := make([]string, len(cands))
+	for i, c := range cands {
+		serials[i] = c.t.Serial
+	}
+	if err := q.v.cfg.Tokens.FailAll(ctx, serials, true, write); err != nil {
+		return Response{}, err
+	}
+	q.recorded = write != nil
+	return res, nil
+}
+
+// failRecord is Request.Record's write of the failure res, or nil when the
+// response could still change after the fail counters were written.
+func (q *req) failRecord(ctx context.Context, res Response) (func(store.Tx) error, error) {
+	if q.r.Record == nil || (q.pol.snap != nil && q.pol.snap.Active(policy.ScopeAuthorization)) {
+		return nil, nil
+	}
+	if name, err := q.flag(ctx, policy.ScopeAuthentication, "hide_specific_error_message"); err != nil || name != "" {
+		return nil, err
+	}
+	res.Policies = q.pol.used
+	return q.r.Record(res), nil
+}
+
 // success is the decision after a committed match: a success, or the
 // last_auth rejection.
 func (q *req) success(msg string, t *token.Token, stale string) Response {

@@ -93,12 +93,13 @@ type Request struct {
 	// Options are the other request parameters (for token types).
 	Options token.Params
 	// Record, when set, is asked for the write of the request's record
-	// (its audit entry) given the response of a success. Check runs that
-	// write in the transaction that commits the success, so that an
-	// acknowledged success and its record are durable together with one
-	// commit, when nothing after the commit can change the response (no
-	// authorization policy is active and reset_all_user_tokens is not
-	// set). Response.Recorded tells whether it did.
+	// (its audit entry) given the response of a success or of a rejection
+	// that raises fail counters. Check runs that write in the transaction
+	// that commits the counters, so that the answer and its record are
+	// durable together with one commit, when nothing after the commit can
+	// change the response (no authorization policy is active, and neither
+	// reset_all_user_tokens for a success nor hide_specific_error_message
+	// for a rejection is set). Response.Recorded tells whether it did.
 	Record func(Response) func(store.Tx) error
 }
 
@@ -127,7 +128,7 @@ type Response struct {
 	// audit).
 	Policies []string
 	// Recorded is set when Request.Record's write committed with this
-	// (successful) response.
+	// response.
 	Recorded bool
 }
 
@@ -220,9 +221,10 @@ func (v *Validator) Check(ctx context.Context, r Request) (Response, error) {
 		res, err = q.post(ctx, res)
 	}
 	res.Policies = q.pol.used
-	// The record names the success; any other outcome (which the checks
-	// before the commit rule out) is recorded by the caller as usual.
-	res.Recorded = q.recorded && err == nil && res.Value
+	// The record names the success or the failure that was committed with
+	// it; any other outcome (which the checks before the commit rule out)
+	// is recorded by the caller as usual.
+	res.Recorded = q.recorded && err == nil
 	return res, err
 }
 

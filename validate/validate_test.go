@@ -767,10 +767,11 @@ func hotpAt(t *testing.T, hexKey string, counter uint64) string {
 	return otp.HOTP(key, counter, 6, otp.SHA1)
 }
 
-// TestRecordInCommit: the record of a success (the server's audit entry)
-// is written in the transaction that commits the success; when that write
-// fails nothing is committed, and when an authorization policy could still
-// change the response after the commit the record is left to the caller.
+// TestRecordInCommit: the record of a success or a rejection (the
+// server's audit entry) is written in the transaction that commits the
+// counter or the fail counters; when that write fails nothing is
+// committed, and when a policy could still change the response after the
+// commit the record is left to the caller.
 func TestRecordInCommit(t *testing.T) {
 	e := newEnv(t, token.Settings{})
 	e.enroll(t, "hotp", "RC1", "alice", "realm1", rfcKey, "pin")
@@ -782,7 +783,8 @@ func TestRecordInCommit(t *testing.T) {
 			if fail != nil {
 				return fail
 			}
-			return tx.Bucket("recordtest").Put([]byte(res.Detail["serial"].(string)), []byte(res.Detail["message"].(string)))
+			serial, _ := res.Detail["serial"].(string)
+			return tx.Bucket("recordtest").Put([]byte("rec"+serial), []byte(res.Detail["message"].(string)))
 		}
 	}
 	res := e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin" + rfcHOTP[0], Record: record})
@@ -792,7 +794,7 @@ func TestRecordInCommit(t *testing.T) {
 	}
 	var stored string
 	if err := e.st.View(t.Context(), func(tx store.Tx) error {
-		stored = string(tx.Bucket("recordtest").Get([]byte("RC1")))
+		stored = string(tx.Bucket("recordtest").Get([]byte("recRC1")))
 		return nil
 	}); err != nil || stored != "matching 1 tokens" {
 		t.Fatalf("record in the store: %q, %v", stored, err)
@@ -805,12 +807,44 @@ func TestRecordInCommit(t *testing.T) {
 	if c := e.get(t, "RC1").Count; c != 1 {
 		t.Fatalf("count %d after a failed record, want 1", c)
 	}
+	// A rejection is recorded with its fail counter: a failing record
+	// write fails the request and leaves the fail counter as it was.
+	seen = nil
+	if _, err := e.v.Check(t.Context(), validate.Request{User: "alice", Realm: "realm1", Pass: "pin000000", Record: record}); !errors.Is(err, fail) {
+		t.Fatalf("Check of a wrong OTP with a failing record: %v", err)
+	}
+	if fc := e.get(t, "RC1").FailCount; fc != 0 {
+		t.Fatalf("failcount %d after a failed record, want 0", fc)
+	}
 	fail = nil
-	// Failures are not recorded here.
+	seen = nil
+	res = e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin000000", Record: record})
+	want(t, res, false, "wrong otp value")
+	if !res.Recorded || len(seen) != 1 || seen[0].Value || seen[0].Detail["message"] != "wrong otp value" {
+		t.Fatalf("rejection recorded %v, record asked with %+v", res.Recorded, seen)
+	}
+	if fc := e.get(t, "RC1").FailCount; fc != 1 {
+		t.Fatalf("failcount %d after a recorded rejection, want 1", fc)
+	}
+	// A wrong PIN raises every candidate's counter and is recorded too.
+	seen = nil
+	res = e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "nope000000", Record: record})
+	want(t, res, false, "wrong otp pin")
+	if !res.Recorded || len(seen) != 1 || e.get(t, "RC1").FailCount != 2 {
+		t.Fatalf("wrong PIN: recorded %v, asked %d times, failcount %d", res.Recorded, len(seen), e.get(t, "RC1").FailCount)
+	}
+	// hide_specific_error_message replaces a rejection's detail after the
+	// commit: the caller records it.
+	if _, err := e.pol.Set(t.Context(), policy.Policy{Name: "hide", Scope: policy.ScopeAuthentication, Action: "hide_specific_error_message", Active: true, Priority: 1}); err != nil {
+		t.Fatal(err)
+	}
 	seen = nil
 	res = e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin000000", Record: record})
 	if res.Recorded || len(seen) != 0 {
-		t.Fatalf("a failure was recorded: %v %v", res.Recorded, seen)
+		t.Fatalf("a rejection was recorded under hide_specific_error_message: %v %v", res.Recorded, seen)
+	}
+	if _, err := e.pol.Delete(t.Context(), "hide"); err != nil {
+		t.Fatal(err)
 	}
 	// An authorization policy may still turn the success around: the
 	// caller records it.
