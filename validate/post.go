@@ -41,6 +41,10 @@ func (q *req) passthru(ctx context.Context) (Response, bool, error) {
 		q.note(name)
 		return Response{Value: true, User: q.u, Detail: map[string]any{"message": fmt.Sprintf("against userstore due to '%s'", name)}}, true, nil
 	}
+	assign, err := q.passthruAssignSpec(ctx)
+	if err != nil {
+		return Response{}, false, err
+	}
 	n := q.v.cfg.Tokens.Notify()
 	if n == nil {
 		return Response{}, false, nil
@@ -57,7 +61,11 @@ func (q *req) passthru(ctx context.Context) (Response, bool, error) {
 		return Response{}, false, nil
 	}
 	q.note(name)
-	return Response{Value: true, User: q.u, Detail: map[string]any{"message": fmt.Sprintf("against RADIUS server %s due to '%s'", v, name)}}, true, nil
+	prefix, err := q.passthruAssign(ctx, assign)
+	if err != nil {
+		return Response{}, false, err
+	}
+	return Response{Value: true, User: q.u, Detail: map[string]any{"message": prefix + fmt.Sprintf("against RADIUS server %s due to '%s'", v, name)}}, true, nil
 }
 
 // post applies the policies that shape a decision of /validate/check, in

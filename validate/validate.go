@@ -216,6 +216,9 @@ func (v *Validator) Check(ctx context.Context, r Request) (Response, error) {
 		res, err = q.serialPath(ctx)
 	} else {
 		res, err = q.userPath(ctx)
+		if err == nil {
+			res, err = q.autoassign(ctx, res)
+		}
 	}
 	if err == nil {
 		res, err = q.post(ctx, res)
