@@ -20,6 +20,7 @@ func (c *call) validateRequest(needPass bool) (validate.Request, error) {
 		r.TransactionID = str("state")
 	}
 	r.OTPOnly = c.p.has("otponly")
+	r.CancelEnrollment = token.IsTrue(str("cancel_enrollment"))
 	for _, k := range c.p.keys() {
 		if _, isStr := c.p.values[k].(string); !isStr {
 			if k == "pass" || k == "user" || k == "serial" || k == "realm" {
@@ -27,10 +28,10 @@ func (c *call) validateRequest(needPass bool) (validate.Request, error) {
 			}
 		}
 	}
-	if r.Serial == "" && r.User == "" {
+	if r.Serial == "" && r.User == "" && !r.CancelEnrollment {
 		return r, validate.ErrNoTarget
 	}
-	if needPass {
+	if needPass && !r.CancelEnrollment {
 		if !c.p.has("pass") {
 			return r, apierr.MissingParameter("pass")
 		}

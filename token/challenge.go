@@ -60,6 +60,17 @@ func (s *Service) OpenChallengeData(c *Challenge) ([]byte, error) {
 // the type's Send (e-mail, SMS). When sending fails the challenge is
 // removed again and the error returned.
 func (s *Service) CreateChallenge(ctx context.Context, t *Token, txid, state string, opts Params, ownerInfo map[string]string) (*ChallengeResult, *Challenge, error) {
+	return s.createChallenge(ctx, t, txid, state, "", opts, ownerInfo)
+}
+
+// CreateSessionChallenge is CreateChallenge for a challenge that belongs
+// to a session (privacyIDEA's challenge session, such as an enrollment
+// during authentication), which is stored with it.
+func (s *Service) CreateSessionChallenge(ctx context.Context, t *Token, txid, session string, opts Params, ownerInfo map[string]string) (*ChallengeResult, *Challenge, error) {
+	return s.createChallenge(ctx, t, txid, "", session, opts, ownerInfo)
+}
+
+func (s *Service) createChallenge(ctx context.Context, t *Token, txid, state, session string, opts Params, ownerInfo map[string]string) (*ChallengeResult, *Challenge, error) {
 	typ, ok := s.cfg.Types.Get(t.Type)
 	if !ok {
 		return nil, nil, fmt.Errorf("token: unknown type %q", t.Type)
@@ -82,7 +93,7 @@ func (s *Service) CreateChallenge(ctx context.Context, t *Token, txid, state str
 		res.ClientMode = "interactive"
 	}
 	now := s.cfg.Now()
-	c := &Challenge{TransactionID: txid, Serial: t.Serial, Challenge: res.Challenge, Created: now.UTC(), Expiration: now.Add(res.Validity).UTC()}
+	c := &Challenge{TransactionID: txid, Serial: t.Serial, Challenge: res.Challenge, Session: session, Created: now.UTC(), Expiration: now.Add(res.Validity).UTC()}
 	if len(res.Data) > 0 {
 		sealed, err := s.cfg.Sealer.Seal(res.Data, bucketChallenges, txid, t.Serial)
 		if err != nil {

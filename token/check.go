@@ -101,6 +101,9 @@ func (s *Service) Commit(ctx context.Context, serial string, m Match) (*Token, e
 		}
 		t := old.Clone()
 		now := s.cfg.Now()
+		if m.Rollout && t.RolloutState == StateClientWait {
+			t.RolloutState = StateEnrolled
+		}
 		s.clearFailcounter(t, now)
 		if why := s.Unusable(t, now); why != "" {
 			return &UnusableError{why}

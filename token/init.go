@@ -33,6 +33,12 @@ type InitRequest struct {
 	Verify bool
 	// Kind overrides the tokenkind (imports: hardware).
 	Kind string
+	// RolloutState, when set, is the rollout state the token gets
+	// (clientwait for a token enrolled during an authentication, which
+	// stays unusable until its first OTP is proven).
+	RolloutState string
+	// Info is tokeninfo to set besides the type's own.
+	Info map[string]string
 }
 
 // errUnknownType is privacyIDEA's ERR1610.
@@ -145,6 +151,10 @@ func (s *Service) Init(ctx context.Context, req InitRequest) (*Token, map[string
 		}
 	}
 
+	for k, v := range req.Info {
+		t.SetInfo(k, v)
+	}
+
 	e := &Enroll{Token: t, New: existing == nil, Params: p, Owner: req.Owner, OwnerInfo: req.OwnerInfo, Now: now, Rand: s.cfg.Rand, Service: s, Detail: map[string]any{}}
 	if err := typ.Enroll(ctx, e); err != nil {
 		return nil, nil, err
@@ -153,6 +163,9 @@ func (s *Service) Init(ctx context.Context, req InitRequest) (*Token, map[string
 		if t.RolloutState != StateClientWait {
 			t.RolloutState = StateEnrolled
 		}
+	}
+	if req.RolloutState != "" {
+		t.RolloutState = req.RolloutState
 	}
 	if req.Verify && t.RolloutState == StateEnrolled {
 		t.RolloutState = StateVerify

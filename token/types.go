@@ -144,6 +144,11 @@ type Match struct {
 	Apply func(t *Token) bool
 	// Delete removes the token after a successful use (registration).
 	Delete bool
+	// Rollout marks the first OTP of a token in rollout state clientwait
+	// (enrolled during an authentication): the commit makes it enrolled.
+	// Token types never set it; the caller does for the answer to the
+	// enrollment challenge.
+	Rollout bool
 	// Also, when set, runs in the commit transaction after the token was
 	// written (or deleted), with the committed token: the caller's record
 	// of the success (its audit entry) commits with it or not at all. Like

@@ -273,6 +273,9 @@ func (q *req) answer(ctx context.Context, usable, all []*token.Token) (Response,
 		}
 	}
 	if len(responders) == 0 {
+		if res, ok, err := q.enrollAnswer(ctx, all, bySerial); ok || err != nil {
+			return res, err
+		}
 		for _, t := range all {
 			if err := svc.Fail(ctx, t.Serial, true); err != nil {
 				return Response{}, err

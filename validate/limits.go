@@ -322,6 +322,10 @@ func (q *req) recordWrite(ctx context.Context, msg string, snapshot *token.Token
 			return nil, err
 		}
 	}
+	// enroll_via_multichallenge may turn the success into a challenge.
+	if v, err := q.value(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge"); err != nil || v != "" {
+		return nil, err
+	}
 	res := q.success(msg, snapshot, "")
 	res.Policies = q.pol.used
 	return q.r.Record(res), nil

@@ -77,6 +77,7 @@ func (q *req) post(ctx context.Context, res Response) (Response, error) {
 	if !q.pol.any() {
 		return res, nil
 	}
+	typ, _ := res.Detail["type"].(string)
 	if res.Value {
 		if err := q.tokenChecks(ctx, res); err != nil {
 			return res, err
@@ -101,6 +102,11 @@ func (q *req) post(ctx context.Context, res Response) (Response, error) {
 	}
 	if err := q.authorized(ctx); err != nil {
 		return res, err
+	}
+	if res.Value {
+		if res, err = q.afterSuccess(ctx, res, typ); err != nil {
+			return res, err
+		}
 	}
 	if !res.Value && !res.Challenge {
 		if name, err := q.flag(ctx, policy.ScopeAuthentication, "hide_specific_error_message"); err != nil {
@@ -269,6 +275,11 @@ func (q *req) challengeShape(ctx context.Context, d map[string]any, multi []map[
 			preferred = m
 			break
 		}
+	}
+	if m, err := q.userClientMode(ctx, multi); err != nil {
+		return err
+	} else if m != "" {
+		preferred = m
 	}
 	d["preferred_client_mode"] = preferred
 

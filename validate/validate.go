@@ -92,6 +92,9 @@ type Request struct {
 	UserAgent string
 	// Options are the other request parameters (for token types).
 	Options token.Params
+	// CancelEnrollment cancels the optional enrollment via multichallenge
+	// of TransactionID (cancel_enrollment).
+	CancelEnrollment bool
 	// Record, when set, is asked for the write of the request's record
 	// (its audit entry) given the response of a success or of a rejection
 	// that raises fail counters. Check runs that write in the transaction
@@ -195,6 +198,9 @@ type req struct {
 
 // Check decides a request.
 func (v *Validator) Check(ctx context.Context, r Request) (Response, error) {
+	if r.CancelEnrollment {
+		return v.cancelEnrollment(ctx, r)
+	}
 	if r.Serial == "" && r.User == "" {
 		return Response{}, ErrNoTarget
 	}
@@ -418,19 +424,20 @@ func (q *req) tokenCheck(ctx context.Context, toks []*token.Token) (Response, er
 }
 
 // countIgnoring counts toks without those whose rollout state the action
-// lists.
+// lists, and without a token whose enrollment via multichallenge waits
+// for its first OTP (on a new login).
 func (q *req) countIgnoring(ctx context.Context, toks []*token.Token, action string) (int, error) {
 	if len(toks) == 0 {
 		return 0, nil
 	}
 	v, err := q.value(ctx, policy.ScopeAuthentication, action)
-	if err != nil || v == "" {
-		return len(toks), err
+	if err != nil {
+		return 0, err
 	}
 	states := strings.Fields(v)
 	n := 0
 	for _, t := range toks {
-		if !containsFold(states, t.RolloutState) {
+		if !containsFold(states, t.RolloutState) && !q.ignorePending(t) {
 			n++
 		}
 	}

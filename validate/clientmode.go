@@ -1,0 +1,148 @@
+package validate
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/authsrv/authsrv/policy"
+	"github.com/authsrv/authsrv/store"
+	"github.com/authsrv/authsrv/user"
+)
+
+// AUTH client_mode_per_user: after a success with a token, the token type
+// is remembered for the user and the client application (the product name
+// of the User-Agent, e.g. "privacyidea-cp" of "privacyidea-cp/2.0 …").
+// A later challenge of that user from that application prefers the
+// client_mode of the challenge of that type, when there is one, over the
+// preferred_client_mode list.
+//
+// The bucket "clientmode" holds one record per user (realm, resolver,
+// uid) with at most maxModeAgents applications, the most recently changed
+// first; a record is written only when the type of an application
+// changes.
+const (
+	modeBucket    = "clientmode"
+	modeSchema    = 1
+	maxModeAgents = 8
+	maxAgentLen   = 64
+)
+
+type modeRecord struct {
+	store.Versioned
+	Agents []agentMode `json:"agents"`
+}
+
+// agentMode is the token type last used from one client application.
+type agentMode struct {
+	Agent string    `json:"agent"`
+	Type  string    `json:"type"`
+	At    time.Time `json:"at"`
+}
+
+func modeKey(u user.User) []byte {
+	return []byte(strings.ToLower(u.Realm) + "\x00" + u.Resolver + "\x00" + u.UID)
+}
+
+// agentName is the product name of a User-Agent, lower case and bounded.
+func agentName(ua string) string {
+	first, _, _ := strings.Cut(strings.TrimSpace(ua), " ")
+	name, _, _ := strings.Cut(first, "/")
+	name = strings.ToLower(strings.ToValidUTF8(name, ""))
+	for len(name) > maxAgentLen {
+		_, size := utf8.DecodeLastRuneInString(name)
+		name = name[:len(name)-size]
+	}
+	return name
+}
+
+// modeOn returns the name of the client_mode_per_user policy of the
+// request's user, or "" when it is not set or cannot apply.
+func (q *req) modeOn(ctx context.Context) (string, error) {
+	if q.v.cfg.Store == nil || !q.found || q.u.UID == "" {
+		return "", nil
+	}
+	return q.flag(ctx, policy.ScopeAuthentication, "client_mode_per_user")
+}
+
+// rememberClientMode stores typ as the last used token type of the user
+// from the request's client application.
+func (q *req) rememberClientMode(ctx context.Context, typ string) error {
+	if typ == "" || typ == "undetermined" {
+		return nil
+	}
+	name, err := q.modeOn(ctx)
+	if err != nil || name == "" {
+		return err
+	}
+	q.note(name)
+	agent, key := agentName(q.r.UserAgent), modeKey(q.u)
+	if last, err := q.lastType(ctx); err != nil || last == typ {
+		return err
+	}
+	now := q.v.cfg.Now().UTC()
+	return q.v.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		b := tx.Bucket(modeBucket)
+		var rec modeRecord
+		if err := store.GetJSON(b, key, &rec); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		agents := slices.DeleteFunc(slices.Clone(rec.Agents), func(a agentMode) bool { return a.Agent == agent })
+		agents = append([]agentMode{{Agent: agent, Type: typ, At: now}}, agents...)
+		if len(agents) > maxModeAgents {
+			agents = agents[:maxModeAgents]
+		}
+		return store.PutJSON(b, key, modeRecord{Versioned: store.Versioned{Schema: modeSchema}, Agents: agents})
+	})
+}
+
+// lastType is the token type the user last used from the request's
+// client application ("" when none is known).
+func (q *req) lastType(ctx context.Context) (string, error) {
+	agent, key := agentName(q.r.UserAgent), modeKey(q.u)
+	typ := ""
+	err := q.v.cfg.Store.View(ctx, func(tx store.Tx) error {
+		typ = ""
+		var rec modeRecord
+		if err := store.GetJSON(tx.Bucket(modeBucket), key, &rec); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			}
+			return err
+		}
+		for _, a := range rec.Agents {
+			if a.Agent == agent {
+				typ = a.Type
+				break
+			}
+		}
+		return nil
+	})
+	return typ, err
+}
+
+// userClientMode is the client_mode that client_mode_per_user prefers
+// among the challenges multi: that of the challenge of the type the user
+// last used from this application, or "".
+func (q *req) userClientMode(ctx context.Context, multi []map[string]any) (string, error) {
+	name, err := q.modeOn(ctx)
+	if err != nil || name == "" {
+		return "", err
+	}
+	typ, err := q.lastType(ctx)
+	if err != nil || typ == "" {
+		return "", err
+	}
+	for _, c := range multi {
+		if c["type"] == typ {
+			if mode, _ := c["client_mode"].(string); mode != "" {
+				q.note(name)
+				return mode, nil
+			}
+		}
+	}
+	return "", nil
+}

@@ -1,0 +1,453 @@
+package validate
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/policy"
+	"github.com/authsrv/authsrv/token"
+)
+
+// Enrollment via multichallenge (AUTH enroll_via_multichallenge): after a
+// successful authentication of a user who has no token of the policy's
+// type, a token of that type is enrolled for the user in rollout state
+// clientwait, and the answer is a challenge instead of a success. The
+// user proves the new token with one OTP (transaction_id + pass), which
+// makes the token enrolled and the authentication a success. With
+// enroll_via_multichallenge_optional the user may cancel instead
+// (cancel_enrollment=1 + transaction_id): the token is removed and the
+// authentication succeeds.
+//
+// hotp, totp and daypassword show a QR code of the otpauth URL, as
+// /token/init returns it to the enrolling user (the user's own seed; it
+// is neither logged nor audited). email and sms send the OTP to the
+// address or mobile number of the user store (the token reads it there at
+// each challenge); a user without one gets no such token. The mail goes
+// through the SMTP server definition when there is exactly one, the SMS
+// through the first gateway of the user's sms_gateways policy; when the
+// challenge can not be sent the token is removed again and the success
+// stands (logged as a warning).
+const (
+	// sessionEnroll and sessionEnrollOptional are the challenge sessions
+	// of an enrollment; only the optional one may be cancelled.
+	sessionEnroll         = "enroll_via_multichallenge"
+	sessionEnrollOptional = "enroll_via_multichallenge_optional"
+	// infoEnrollVia marks a token enrolled this way. While such a token
+	// waits for its first OTP it does not count as a token of the user for
+	// passthru and passOnNoToken, and the next login enrolls it anew: an
+	// unfinished enrollment does not lock the user out.
+	infoEnrollVia = "enroll_via_multichallenge"
+
+	// MsgEnrollScan is the default challenge text of a QR enrollment.
+	MsgEnrollScan = "Please scan the QR code and enter the OTP value of the new token!"
+	// MsgEnrollCancelled and MsgEnrollCancelFailed answer cancel_enrollment.
+	MsgEnrollCancelled    = "Cancelled enrollment via multichallenge"
+	MsgEnrollCancelFailed = "Failed to cancel enrollment via multichallenge"
+)
+
+// enrollTypes are the types enroll_via_multichallenge can enroll; true
+// for those the user scans as a QR code.
+var enrollTypes = map[string]bool{"hotp": true, "totp": true, "daypassword": true, "email": false, "sms": false}
+
+// pendingEnrollment reports whether t was enrolled via multichallenge and
+// still waits for its first OTP.
+func pendingEnrollment(t *token.Token) bool {
+	return t.RolloutState == token.StateClientWait && t.Info[infoEnrollVia] != ""
+}
+
+// ignorePending reports whether t, a token waiting for the first OTP of
+// its enrollment via multichallenge, is left out of the count of the
+// user's tokens: for a new login (not for the answer to the enrollment's
+// challenge, which must reach the token).
+func (q *req) ignorePending(t *token.Token) bool {
+	return q.r.TransactionID == "" && pendingEnrollment(t)
+}
+
+// afterSuccess runs after a success that the policies let stand:
+// client_mode_per_user remembers the token type, and
+// enroll_via_multichallenge may turn the success into an enrollment
+// challenge. typ is the type that authenticated ("" for none).
+func (q *req) afterSuccess(ctx context.Context, res Response, typ string) (Response, error) {
+	if err := q.rememberClientMode(ctx, typ); err != nil {
+		return res, err
+	}
+	return q.enroll(ctx, res)
+}
+
+// enroll is enroll_via_multichallenge after a success on the user path.
+func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
+	if !res.Value || !q.found || q.r.User == "" || q.r.Serial != "" {
+		return res, nil
+	}
+	typ, name, err := q.valueNamed(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge")
+	typ = strings.ToLower(strings.TrimSpace(typ))
+	if err != nil || typ == "" {
+		return res, err
+	}
+	svc := q.v.cfg.Tokens
+	log := zerolog.Ctx(ctx).With().Str("component", "validate").Str("user", q.u.Login).Str("realm", q.u.Realm).
+		Str("token_type", typ).Logger()
+	qr, ok := enrollTypes[typ]
+	if _, known := svc.Types().Get(typ); !ok || !known {
+		log.Warn().Str("policy", name).Msg("enroll_via_multichallenge: this token type can not be enrolled during authentication")
+		return res, nil
+	}
+	toks, err := svc.ByOwner(ctx, q.u)
+	if err != nil {
+		return res, err
+	}
+	var pending *token.Token
+	for _, t := range toks {
+		if t.Type != typ {
+			continue
+		}
+		if !pendingEnrollment(t) || t.Revoked {
+			return res, nil // the user has a token of this type
+		}
+		pending = t
+	}
+	if ok, err := q.enrollAllowed(ctx, toks, pending); err != nil || !ok {
+		return res, err
+	}
+	info := q.ownerInfo(ctx)
+	p, err := q.enrollParams(ctx, typ, info)
+	if err != nil || p == nil {
+		if p == nil && err == nil {
+			log.Info().Msg("enroll_via_multichallenge: the user store has no address for this token type")
+		}
+		return res, err
+	}
+	optName, err := q.flag(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge_optional")
+	if err != nil {
+		return res, err
+	}
+	text, textName, err := q.valueNamed(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge_text")
+	if err != nil {
+		return res, err
+	}
+	serial := ""
+	if pending != nil {
+		serial = pending.Serial
+	}
+	owner := q.u
+	t, detail, err := svc.Init(ctx, token.InitRequest{Type: typ, Serial: serial, Params: p, Owner: &owner, OwnerInfo: info,
+		RolloutState: token.StateClientWait, Info: map[string]string{infoEnrollVia: "True"}})
+	if err != nil {
+		return res, err
+	}
+	txid, err := svc.NewTransactionID()
+	if err != nil {
+		return res, err
+	}
+	session := sessionEnroll
+	if optName != "" {
+		session = sessionEnrollOptional
+	}
+	opts, err := q.challengeOpts(ctx)
+	if err != nil {
+		return res, err
+	}
+	cres, _, err := svc.CreateSessionChallenge(ctx, t, txid, session, opts, info)
+	if err != nil {
+		// Nothing was enrolled: the token goes again, and the user keeps
+		// the success (as when a policy forbids the enrollment).
+		if derr := svc.Delete(context.WithoutCancel(ctx), t.Serial); derr != nil && !apierr.Is(derr, apierr.ResourceNotFound) {
+			return res, derr
+		}
+		if _, coded := errors.AsType[*apierr.Error](err); !coded {
+			return res, err
+		}
+		log.Warn().Err(err).Str("serial", t.Serial).Msg("enroll_via_multichallenge: the challenge of the new token could not be sent")
+		return res, nil
+	}
+	q.note(name, textName, optName)
+	msg := text
+	if msg == "" {
+		msg = MsgEnrollScan
+		if !qr {
+			msg = cres.Message
+		}
+	}
+	entry := map[string]any{"transaction_id": txid, "serial": t.Serial, "type": t.Type, "client_mode": cres.ClientMode, "message": msg}
+	if qr {
+		// The otpauth URL and its QR code, as /token/init answers them.
+		if g, ok := detail["googleurl"].(map[string]any); ok {
+			if img, _ := g["img"].(string); img != "" {
+				entry["image"] = img
+			}
+			if link, _ := g["value"].(string); link != "" {
+				entry["link"] = link
+			}
+		}
+	}
+	if len(cres.Attributes) > 0 {
+		entry["attributes"] = cres.Attributes
+	}
+	multi := []map[string]any{entry}
+	d := map[string]any{
+		"message": msg, "messages": []string{msg}, "multi_challenge": multi,
+		"transaction_id": txid, "transaction_ids": []string{txid},
+		"enroll_via_multichallenge": true, "enroll_via_multichallenge_optional": optName != "",
+	}
+	for _, k := range []string{"serial", "type", "client_mode", "image", "link", "attributes"} {
+		if v, ok := entry[k]; ok {
+			d[k] = v
+		}
+	}
+	if err := q.challengeShape(ctx, d, multi, []string{msg}); err != nil {
+		return res, err
+	}
+	log.Info().Str("serial", t.Serial).Msg("enroll_via_multichallenge: token enrolled, waiting for its first OTP")
+	return Response{User: q.u, Challenge: true, Challenges: 1, Detail: d}, nil
+}
+
+// enrollAllowed applies the ENROLL max_token_per_user and
+// max_token_per_realm policies to a new token (none when a pending one is
+// enrolled anew).
+func (q *req) enrollAllowed(ctx context.Context, toks []*token.Token, pending *token.Token) (bool, error) {
+	if pending != nil {
+		return true, nil
+	}
+	if v, err := q.value(ctx, policy.ScopeEnrollment, "max_token_per_user"); err != nil {
+		return false, err
+	} else if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && len(toks) >= n {
+		return false, nil
+	}
+	v, err := q.value(ctx, policy.ScopeEnrollment, "max_token_per_realm")
+	if err != nil {
+		return false, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return true, nil
+	}
+	page, err := q.v.cfg.Tokens.List(ctx, token.Filter{TokenRealm: q.u.Realm}, "", false, 1, 1)
+	if err != nil {
+		return false, err
+	}
+	return page.Count < n, nil
+}
+
+// enrollParams are the init parameters of the new token: a generated key,
+// the user's (then the enrollment) policies for hash, length and time
+// step, the enrollment policies for label, issuer and app image; email
+// and sms read the user store's address (nil when it has none); sms
+// sends through the first gateway of the user's sms_gateways.
+func (q *req) enrollParams(ctx context.Context, typ string, info map[string]string) (token.Params, error) {
+	p := token.Params{"genkey": "1"}
+	for _, d := range [][2]string{{"hashlib", typ + "_hashlib"}, {"otplen", typ + "_otplen"}, {"timeStep", typ + "_timestep"}} {
+		for _, sc := range []string{policy.ScopeUser, policy.ScopeEnrollment} {
+			v, err := q.value(ctx, sc, d[1])
+			if err != nil {
+				return nil, err
+			}
+			if v != "" {
+				p[d[0]] = v
+				break
+			}
+		}
+	}
+	for _, a := range []string{"tokenlabel", "tokenissuer", "appimageurl"} {
+		v, err := q.value(ctx, policy.ScopeEnrollment, a)
+		if err != nil {
+			return nil, err
+		}
+		if v != "" {
+			p[a] = v
+		}
+	}
+	switch typ {
+	case "email":
+		if strings.TrimSpace(info["email"]) == "" {
+			return nil, nil
+		}
+		p["dynamic_email"] = "1"
+		// The SMTP server: the one that is defined, when there is
+		// exactly one (without, the mail can not be sent and the
+		// enrollment is skipped).
+		if n := q.v.cfg.Tokens.Notify(); n != nil {
+			defs, err := n.SMTPServers(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if len(defs) == 1 {
+				p[token.EmailIdentifier] = defs[0].Identifier
+			}
+		}
+	case "sms":
+		if strings.TrimSpace(info["mobile"]) == "" {
+			return nil, nil
+		}
+		p["dynamic_phone"] = "1"
+		// The gateway: the first one the user may choose for new SMS
+		// tokens.
+		v, err := q.value(ctx, policy.ScopeUser, "sms_gateways")
+		if err != nil {
+			return nil, err
+		}
+		if f := strings.Fields(v); len(f) > 0 {
+			p[token.SMSIdentifier] = f[0]
+		}
+	}
+	return p, nil
+}
+
+// ownerInfo reads the user's attributes from the user store as strings
+// (none when the store does not answer).
+func (q *req) ownerInfo(ctx context.Context) map[string]string {
+	info := map[string]string{}
+	if q.in == nil || q.u.UID == "" {
+		return info
+	}
+	ui, err := q.in.User(ctx, q.u.UID)
+	if err != nil {
+		return info
+	}
+	for k, v := range ui {
+		switch x := v.(type) {
+		case string:
+			info[k] = x
+		case []string:
+			if len(x) > 0 {
+				info[k] = x[0]
+			}
+		}
+	}
+	return info
+}
+
+// challengeOpts are the AUTH policy values handed to a token type that
+// makes a challenge (texts, mail subject, validity).
+func (q *req) challengeOpts(ctx context.Context) (token.Params, error) {
+	opts := token.Params{}
+	for _, a := range challengeOptions {
+		v, err := q.value(ctx, policy.ScopeAuthentication, a)
+		if err != nil {
+			return nil, err
+		}
+		if v != "" {
+			opts[a] = v
+		}
+	}
+	return opts, nil
+}
+
+// enrollAnswer answers the challenge of an enrollment via multichallenge:
+// all are the user's tokens, bySerial the challenges of the transaction.
+// ok is false when the transaction is no such enrollment. The token is
+// checked with the password as OTP; a match commits it as enrolled (in
+// the same transaction as the OTP's use) and authenticates; a mismatch
+// counts as a failure of the token, which stays in clientwait.
+func (q *req) enrollAnswer(ctx context.Context, all []*token.Token, bySerial map[string]*token.Challenge) (Response, bool, error) {
+	svc := q.v.cfg.Tokens
+	var t *token.Token
+	var ch *token.Challenge
+	for _, c := range all {
+		if x, ok := bySerial[c.Serial]; ok && (x.Session == sessionEnroll || x.Session == sessionEnrollOptional) && pendingEnrollment(c) {
+			t, ch = c, x
+			break
+		}
+	}
+	if t == nil {
+		return Response{}, false, nil
+	}
+	if q.v.cfg.Now().Before(ch.Expiration) {
+		m, err := svc.Verify(ctx, t, q.r.Pass, q.r.Options, ch)
+		if err != nil && !errors.Is(err, token.ErrCorrupt) {
+			return Response{}, true, err
+		}
+		if m.OK {
+			m.Rollout = true
+			committed, stale, err := q.commit(ctx, t, m, MsgFoundChallenge)
+			var ue *token.UnusableError
+			switch {
+			case errors.Is(err, token.ErrReplay), errors.As(err, &ue):
+			case err != nil:
+				return Response{}, true, err
+			default:
+				if _, err := svc.DeleteTransaction(ctx, q.r.TransactionID); err != nil {
+					return Response{}, true, err
+				}
+				zerolog.Ctx(ctx).Info().Str("component", "validate").Str("user", q.u.Login).Str("realm", q.u.Realm).
+					Str("serial", t.Serial).Msg("enroll_via_multichallenge: the new token is enrolled")
+				if err := q.resetAll(ctx, committed); err != nil {
+					return Response{}, true, err
+				}
+				return q.success(MsgFoundChallenge, committed, stale), true, nil
+			}
+		}
+	}
+	if err := svc.ChallengeAnswered(ctx, q.r.TransactionID, t.Serial, false); err != nil {
+		return Response{}, true, err
+	}
+	if err := svc.Fail(ctx, t.Serial, true); err != nil {
+		return Response{}, true, err
+	}
+	d := detailOne(MsgResponseNoMatch, t)
+	delete(d, "otplen")
+	return Response{User: q.u, Detail: d}, true, nil
+}
+
+// cancelEnrollment is cancel_enrollment=1 with a transaction_id: the token
+// of an optional enrollment via multichallenge is removed and the
+// authentication succeeds. A transaction that is unknown, expired, no
+// optional enrollment, or whose token belongs to another user than the
+// request names, fails.
+func (v *Validator) cancelEnrollment(ctx context.Context, r Request) (Response, error) {
+	txid := strings.TrimSpace(r.TransactionID)
+	if txid == "" {
+		return Response{}, apierr.MissingParameter("transaction_id")
+	}
+	if strings.Contains(r.Serial, "*") {
+		return Response{}, ErrInvalidSerial
+	}
+	if strings.Contains(r.User, "%") {
+		return Response{}, ErrInvalidUser
+	}
+	q, err := v.newReq(ctx, r)
+	if err != nil {
+		return Response{}, err
+	}
+	if err := q.prepare(ctx); err != nil {
+		return Response{}, err
+	}
+	fail := Response{User: q.u, Detail: map[string]any{"message": MsgEnrollCancelFailed}}
+	svc := v.cfg.Tokens
+	chs, err := svc.Challenges(ctx, token.ChallengeFilter{TransactionID: txid})
+	if err != nil {
+		return Response{}, err
+	}
+	if len(chs) != 1 || chs[0].Session != sessionEnrollOptional {
+		return fail, nil
+	}
+	t, err := svc.Get(ctx, chs[0].Serial)
+	if apierr.Is(err, apierr.ResourceNotFound) {
+		return fail, nil
+	}
+	if err != nil {
+		return Response{}, err
+	}
+	if !t.Assigned() || (r.Serial != "" && r.Serial != t.Serial) ||
+		(r.User != "" && (!q.found || t.Owner.UID != q.u.UID || t.Owner.Resolver != q.u.Resolver)) {
+		return fail, nil
+	}
+	ok, err := svc.CancelRollout(ctx, txid, t.Serial, sessionEnrollOptional)
+	if err != nil || !ok {
+		return fail, err
+	}
+	q.u, q.found = *t.Owner, true
+	zerolog.Ctx(ctx).Info().Str("component", "validate").Str("user", q.u.Login).Str("realm", q.u.Realm).
+		Str("serial", t.Serial).Msg("enroll_via_multichallenge: enrollment cancelled, token removed")
+	res := Response{Value: true, User: q.u, Detail: map[string]any{"message": MsgEnrollCancelled}}
+	err = q.authorized(ctx)
+	res.Policies = q.pol.used
+	if err != nil {
+		return Response{Policies: q.pol.used}, err
+	}
+	return res, nil
+}
