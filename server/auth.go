@@ -92,10 +92,27 @@ func bearer(r *http.Request) string {
 	return v
 }
 
-// authenticate verifies the request's JWT: HS256 with our key only, an
-// expiry required and checked against the server's clock.
+// authenticate verifies the request's JWT and returns the admin or user
+// it names. A token of another role (the validate role of API keys) gives
+// no access to admin or user endpoints.
 func (a *api) authenticate(r *http.Request) (*identity, error) {
-	raw := bearer(r)
+	c, err := a.verifyJWT(bearer(r))
+	if err != nil {
+		return nil, err
+	}
+	if c.Role == roleValidate {
+		return nil, errValidateRole
+	}
+	if c.Username == "" || (c.Role != roleAdmin && c.Role != roleUser) {
+		return nil, decodingError("Invalid token")
+	}
+	return &identity{Username: c.Username, Realm: c.Realm, Role: c.Role, AuthType: c.AuthType, Rights: c.Rights}, nil
+}
+
+// verifyJWT checks a raw token: HS256 with our key only, an expiry
+// required and checked against the server's clock. It does not look at
+// the role.
+func (a *api) verifyJWT(raw string) (*claims, error) {
 	if raw == "" {
 		return nil, errMissingHeader
 	}
@@ -129,10 +146,7 @@ func (a *api) authenticate(r *http.Request) (*identity, error) {
 	default:
 		return nil, decodingError("Invalid token")
 	}
-	if c.Username == "" || (c.Role != roleAdmin && c.Role != roleUser) {
-		return nil, decodingError("Invalid token")
-	}
-	return &identity{Username: c.Username, Realm: c.Realm, Role: c.Role, AuthType: c.AuthType, Rights: c.Rights}, nil
+	return &c, nil
 }
 
 // rightsOf lists an admin's rights for the login answer: every admin

@@ -16,6 +16,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/authsrv/authsrv"
+	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/audit"
 )
 
@@ -89,7 +90,36 @@ func Control(s *authsrv.Server) http.Handler {
 		name, _ := c.p.str("name")
 		return answer{value: true}, s.Admins().Delete(c.ctx, name)
 	}))
+	r.POST("/apikey", ctl(func(c *call) (answer, error) {
+		days, err := c.p.integer("validity_days", DefaultAPIKeyDays)
+		if err != nil {
+			return answer{}, err
+		}
+		validity, err := APIKeyValidity(days)
+		if err != nil {
+			return answer{}, apierr.New(apierr.Parameter, err.Error())
+		}
+		tok, exp, err := NewAPIKey(s, validity)
+		if err != nil {
+			return answer{}, err
+		}
+		return answer{value: apiKeyAnswer{Token: tok, Expires: exp}}, nil
+	}))
 	return a.recoverer(r)
+}
+
+// apiKeyAnswer is the control socket's answer to POST /apikey.
+type apiKeyAnswer struct {
+	Token   string    `json:"token"`
+	Expires time.Time `json:"expires"`
+}
+
+// CreateAPIKey has the running server sign an API key (a JWT of role
+// validate) valid for days.
+func (cc *ControlClient) CreateAPIKey(ctx context.Context, days int) (string, time.Time, error) {
+	var out apiKeyAnswer
+	err := cc.do(ctx, http.MethodPost, "/apikey", map[string]int{"validity_days": days}, &out)
+	return out.Token, out.Expires, err
 }
 
 // ListenControl removes a stale socket and listens on dir's control socket

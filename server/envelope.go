@@ -128,12 +128,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func unixTime(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }
 
 // writeAnswer writes a success envelope.
-func (a *api) writeAnswer(w http.ResponseWriter, ans answer) {
+func (a *api) writeAnswer(w http.ResponseWriter, ans answer) { a.writeAnswerAs(w, ans, hardening{}) }
+
+// writeAnswerAs writes a success envelope shaped by the hardening policies.
+func (a *api) writeAnswerAs(w http.ResponseWriter, ans answer, h hardening) {
 	env := envelope{
 		ID: 1, JSONRPC: "2.0",
 		Result:  envResult{Status: true, Value: ans.value},
 		Version: versionText, VersionNumber: authsrv.Version,
 		Time: unixTime(a.s.Now()),
+	}
+	if h.hideVersion {
+		env.Version, env.VersionNumber = "", ""
 	}
 	if ans.auth {
 		env.ID = 2
@@ -150,6 +156,18 @@ func (a *api) writeAnswer(w http.ResponseWriter, ans answer) {
 // error without a code is logged with the request id and answered with a
 // generic text; its cause never reaches the client.
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	a.writeErrorAs(w, r, err, hardening{})
+}
+
+// writeAnonError is writeError for an answer outside a route's handler
+// (unknown path, wrong method, panic), where nobody is logged in.
+func (a *api) writeAnonError(w http.ResponseWriter, r *http.Request, err error) {
+	a.writeErrorAs(w, r, err, a.anonHardening(r))
+}
+
+// writeErrorAs is writeError shaped by the hardening policies: no version,
+// and 401 for every client error.
+func (a *api) writeErrorAs(w http.ResponseWriter, r *http.Request, err error, h hardening) {
 	number, status, message, detail, internal := apierr.Wire(err)
 	if internal {
 		zerolog.Ctx(r.Context()).Error().Err(err).Msg("internal error")
@@ -167,6 +185,12 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		d["threadid"] = a.seq.Add(1)
 		env.Detail = d
+	}
+	if h.hideVersion {
+		env.Version = ""
+	}
+	if h.authStatus && clientError(status) {
+		status = http.StatusUnauthorized
 	}
 	writeJSON(w, status, env)
 }

@@ -8,6 +8,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/audit"
+	"github.com/authsrv/authsrv/policy"
 )
 
 // Option tunes the handler.
@@ -78,10 +80,10 @@ func newAPI(s *authsrv.Server, opts ...Option) *api {
 	r.RedirectFixedPath = false
 	r.HandleMethodNotAllowed = true
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		a.writeError(w, req, apierr.New(apierr.ResourceNotFound, "The requested URL was not found on the server."))
+		a.writeAnonError(w, req, apierr.New(apierr.ResourceNotFound, "The requested URL was not found on the server."))
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		a.writeError(w, req, apierr.New(apierr.Method, fmt.Sprintf("The method %s is not allowed for this path.", req.Method)))
+		a.writeAnonError(w, req, apierr.New(apierr.Method, fmt.Sprintf("The method %s is not allowed for this path.", req.Method)))
 	})
 	a.router = r
 	a.routes()
@@ -133,7 +135,7 @@ func (a *api) recoverer(next http.Handler) http.Handler {
 					Str("panic", fmt.Sprint(v)).
 					Bytes("stack", debug.Stack()).
 					Msg("handler panicked")
-				a.writeError(w, r, fmt.Errorf("panic: %v", v))
+				a.writeAnonError(w, r, fmt.Errorf("panic: %v", v))
 			}
 		}()
 		next.ServeHTTP(w, r)
@@ -178,7 +180,10 @@ type endpoint struct {
 	auth bool
 	// authLimit selects the small body limit of /auth and /validate.
 	authLimit bool
-	fn        func(c *call) (answer, error)
+	// apiKey marks the endpoints of AUTHZ api_key_required
+	// (/validate/check, samlcheck and radiuscheck).
+	apiKey bool
+	fn     func(c *call) (answer, error)
 }
 
 // call is one request as handlers see it.
@@ -198,6 +203,10 @@ type call struct {
 	// recorded is set when the audit entry was written in the
 	// transaction of the change (a /validate success).
 	recorded bool
+	// snap is the request's policy snapshot once taken (policySnapshot):
+	// the API key check, the validator and the envelope's hardening
+	// share it.
+	snap *policy.Snapshot
 }
 
 // handle registers ep for method and path, and for the path with the
@@ -226,16 +235,15 @@ func (a *api) wrap(ep endpoint) httprouter.Handle {
 		// an answer a client got is always in the audit.
 		if aerr := a.audit(c, ans, err); aerr != nil {
 			zerolog.Ctx(r.Context()).Error().Err(aerr).Msg("audit write failed")
-			a.writeError(w, r, apierr.New(apierr.Server, "Internal server error."))
-			return
+			err = apierr.New(apierr.Server, "Internal server error.")
 		}
 		switch {
 		case err != nil:
-			a.writeError(w, r, err)
+			a.writeErrorAs(w, r, err, c.hardening(err))
 		case ans.raw != nil:
 			ans.raw(w)
 		default:
-			a.writeAnswer(w, ans)
+			a.writeAnswerAs(w, ans, c.hardening(nil))
 		}
 	}
 }
@@ -248,6 +256,9 @@ func (a *api) serve(c *call, ep endpoint, ps httprouter.Params) (answer, error) 
 	}
 	if ep.access != public {
 		who, err := a.authenticate(c.r)
+		if errors.Is(err, errValidateRole) && ep.access == adminRole {
+			err = errWrongRole
+		}
 		if err != nil {
 			return answer{}, err
 		}
@@ -263,6 +274,11 @@ func (a *api) serve(c *call, ep endpoint, ps httprouter.Params) (answer, error) 
 		return answer{}, err
 	}
 	c.p = p
+	if ep.apiKey {
+		if err := c.checkAPIKey(); err != nil {
+			return answer{}, err
+		}
+	}
 	if ep.action != "" {
 		if err := c.authorize(ep.action); err != nil {
 			return answer{}, err

@@ -37,6 +37,7 @@ func (c *call) validateRequest(needPass bool) (validate.Request, error) {
 		}
 		r.Pass = str("pass")
 	}
+	r.Policies = c.snap
 	r.Options = c.tokenParams()
 	delete(r.Options, "pass")
 	delete(r.Options, "password")

@@ -95,6 +95,10 @@ type Request struct {
 	// CancelEnrollment cancels the optional enrollment via multichallenge
 	// of TransactionID (cancel_enrollment).
 	CancelEnrollment bool
+	// Policies, when set, is the policy snapshot the caller already took
+	// for this request: the decision uses it instead of reading its own,
+	// so a caller that also needs policies pays one store read.
+	Policies *policy.Snapshot
 	// Record, when set, is asked for the write of the request's record
 	// (its audit entry) given the response of a success or of a rejection
 	// that raises fail counters. Check runs that write in the transaction
@@ -239,7 +243,9 @@ func (v *Validator) Check(ctx context.Context, r Request) (Response, error) {
 
 func (v *Validator) newReq(ctx context.Context, r Request) (*req, error) {
 	q := &req{v: v, r: r}
-	if v.cfg.Policies != nil {
+	if r.Policies != nil {
+		q.pol.snap = r.Policies
+	} else if v.cfg.Policies != nil {
 		snap, err := v.cfg.Policies.Snapshot(ctx)
 		if err != nil {
 			return nil, err

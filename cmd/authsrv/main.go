@@ -45,6 +45,8 @@ commands:
   admin list                  list the local administrators
   admin delete NAME           delete a local administrator
   admin passwd NAME           set a local administrator's password
+  api createtoken [-validity DAYS]  print an API key (a JWT of role validate) for
+                              the api_key_required policy (default: 365 days)
   backup [-out FILE]          write a consistent backup (works while the server runs)
   restore [-force] [-keep-counters] FILE       restore a backup into the data directory
   audit verify [-db FILE]     check the audit log's hash chain, signatures and checkpoints
@@ -76,6 +78,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = e.serve(args)
 	case "admin":
 		err = e.admin(args)
+	case "api":
+		err = e.apiCmd(args)
 	case "backup":
 		err = e.backup(args)
 	case "restore":
@@ -419,6 +423,54 @@ func (e *env) admin(args []string) error {
 		fmt.Fprintf(e.stdout, "done: %s\n", fs.Arg(0))
 	}
 	return err
+}
+
+// apiCmd is "api createtoken": it prints an API key, a JWT of role
+// validate signed with the data directory's JWT key (by a running server
+// through its control socket, or directly), for clients of /validate/check
+// under the AUTHZ policy api_key_required. The key goes to standard output
+// only, never to a log.
+func (e *env) apiCmd(args []string) error {
+	if len(args) == 0 || args[0] != "createtoken" {
+		fmt.Fprint(e.stderr, usage)
+		return errUsage
+	}
+	var c common
+	fs := e.flags("api createtoken", &c)
+	days := fs.Int("validity", server.DefaultAPIKeyDays, "days the API key is valid")
+	if err := e.parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	validity, err := server.APIKeyValidity(*days)
+	if err != nil {
+		return err
+	}
+	// A key signed with a JWT key that a fresh data directory would make
+	// up now opens nothing: refuse instead of creating one.
+	if _, err := os.Stat(filepath.Join(c.dataDir, authsrv.JWTKeyFile)); err != nil {
+		return fmt.Errorf("no JWT key in %s (start the server once to create it): %w", c.dataDir, err)
+	}
+	s, cc, err := e.open(&c)
+	if err != nil {
+		return err
+	}
+	var tok string
+	var exp time.Time
+	if s != nil {
+		defer func() { _ = s.Close() }()
+		tok, exp, err = server.NewAPIKey(s, validity)
+	} else {
+		tok, exp, err = cc.CreateAPIKey(e.ctx, *days)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, tok)
+	fmt.Fprintf(e.stderr, "API key of role validate, valid until %s; send it in the Authorization header\n", exp.UTC().Format(time.RFC3339))
+	return nil
 }
 
 // readPassword prompts twice on a terminal, else reads the first line of
