@@ -467,11 +467,8 @@ func (v *Validator) Trigger(ctx context.Context, r Request) (Response, error) {
 	if r.Serial == "" && r.User == "" {
 		return Response{}, ErrNoTarget
 	}
-	q, err := v.newReq(ctx, r)
+	q, err := v.start(ctx, r)
 	if err != nil {
-		return Response{}, err
-	}
-	if err := q.prepare(ctx); err != nil {
 		return Response{}, err
 	}
 	if r.User != "" && !q.found {

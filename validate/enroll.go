@@ -403,17 +403,8 @@ func (v *Validator) cancelEnrollment(ctx context.Context, r Request) (Response, 
 	if txid == "" {
 		return Response{}, apierr.MissingParameter("transaction_id")
 	}
-	if strings.Contains(r.Serial, "*") {
-		return Response{}, ErrInvalidSerial
-	}
-	if strings.Contains(r.User, "%") {
-		return Response{}, ErrInvalidUser
-	}
-	q, err := v.newReq(ctx, r)
+	q, err := v.start(ctx, r)
 	if err != nil {
-		return Response{}, err
-	}
-	if err := q.prepare(ctx); err != nil {
 		return Response{}, err
 	}
 	fail := Response{User: q.u, Detail: map[string]any{"message": MsgEnrollCancelFailed}}

@@ -1,7 +1,6 @@
 package validate_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base32"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/internal/otp"
-	"github.com/authsrv/authsrv/internal/secret"
 	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/token"
@@ -33,17 +31,9 @@ func (pollType) Challenge(_ context.Context, _ *token.ChallengeRequest) (*token.
 func storeEnv(t *testing.T) *env {
 	t.Helper()
 	e := newEnv(t, token.Settings{})
-	sealer, err := secret.NewSealer(nil, bytes.Repeat([]byte{7}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := secret.NewHasher(secret.HasherConfig{Params: cheap})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := token.DefaultRegistry()
 	reg.Register(pollType{})
-	e.tokens = token.New(token.Config{Store: e.st, Sealer: sealer, Hasher: h, Types: reg, Now: e.clk.Now})
+	e.tokens = token.New(token.Config{Store: e.st, Sealer: e.sealer, Hasher: e.hasher, Types: reg, Now: e.clk.Now})
 	e.v = validate.New(validate.Config{Tokens: e.tokens, Realms: e.realms, Policies: e.pol, Now: e.clk.Now, Store: e.st})
 	return e
 }

@@ -208,17 +208,8 @@ func (v *Validator) Check(ctx context.Context, r Request) (Response, error) {
 	if r.Serial == "" && r.User == "" {
 		return Response{}, ErrNoTarget
 	}
-	if strings.Contains(r.Serial, "*") {
-		return Response{}, ErrInvalidSerial
-	}
-	if strings.Contains(r.User, "%") {
-		return Response{}, ErrInvalidUser
-	}
-	q, err := v.newReq(ctx, r)
+	q, err := v.start(ctx, r)
 	if err != nil {
-		return Response{}, err
-	}
-	if err := q.prepare(ctx); err != nil {
 		return Response{}, err
 	}
 	var res Response
@@ -239,6 +230,25 @@ func (v *Validator) Check(ctx context.Context, r Request) (Response, error) {
 	// is recorded by the caller as usual.
 	res.Recorded = q.recorded && err == nil
 	return res, err
+}
+
+// start checks the serial and user of r, takes the policies and resolves
+// the user.
+func (v *Validator) start(ctx context.Context, r Request) (*req, error) {
+	if strings.Contains(r.Serial, "*") {
+		return nil, ErrInvalidSerial
+	}
+	if strings.Contains(r.User, "%") {
+		return nil, ErrInvalidUser
+	}
+	q, err := v.newReq(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := q.prepare(ctx); err != nil {
+		return nil, err
+	}
+	return q, nil
 }
 
 func (v *Validator) newReq(ctx context.Context, r Request) (*req, error) {

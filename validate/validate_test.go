@@ -68,6 +68,8 @@ type env struct {
 	pol    *policy.Service
 	clk    *clock
 	st     store.Store
+	sealer *secret.Sealer
+	hasher *secret.Hasher
 }
 
 func newEnv(t *testing.T, set token.Settings) *env {
@@ -116,7 +118,7 @@ func newEnv(t *testing.T, set token.Settings) *env {
 		ResolverExists: func(ctx context.Context, n string) bool { _, ok, err := res.Get(ctx, n); return ok && err == nil }})
 	tokens := token.New(token.Config{Store: st, Sealer: sealer, Hasher: h, Settings: set, Now: clk.Now})
 	v := validate.New(validate.Config{Tokens: tokens, Realms: realms, Policies: pol, Resolvers: res, Now: clk.Now})
-	return &env{v: v, tokens: tokens, realms: realms, pol: pol, clk: clk, st: st}
+	return &env{v: v, tokens: tokens, realms: realms, pol: pol, clk: clk, st: st, sealer: sealer, hasher: h}
 }
 
 // writePasswd writes a passwd file with bcrypt hashes (cost 4).
