@@ -299,11 +299,9 @@ func (q *req) newClaimer(ctx context.Context) (*claimer, error) {
 	if len(c.cands) == 0 {
 		return nil, nil
 	}
-	owned, err := svc.ByOwner(ctx, q.u)
-	if err != nil {
-		return nil, err
-	}
-	c.owned = len(owned)
+	// The count the decision saw, not a new reading: a token that
+	// another request assigned since then must stop this one.
+	c.owned = q.owned
 	name, err := q.flag(ctx, policy.ScopeEnrollment, "encrypt_pin")
 	if err != nil {
 		return nil, err

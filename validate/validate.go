@@ -198,6 +198,9 @@ type req struct {
 	pol   policies
 	// recorded: Request.Record's write committed with the success.
 	recorded bool
+	// owned is the number of tokens the user owned when the user path
+	// decided (an assignment on use commits only if it still is).
+	owned int
 }
 
 // Check decides a request.
@@ -397,6 +400,7 @@ func (q *req) userCheck(ctx context.Context) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
+	q.owned = len(toks)
 	if n, err := q.countIgnoring(ctx, toks, "passonnotoken_ignore_rollout_state"); err != nil {
 		return Response{}, err
 	} else if n == 0 {
