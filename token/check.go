@@ -128,8 +128,9 @@ func (s *Service) Commit(ctx context.Context, serial string, m Match) (*Token, e
 
 // Fail records a failed attempt on a token: the fail counter rises by one
 // (never above maxfail; reaching it stamps failcounter_exceeded), and
-// count_auth rises when countAuth is set (the PIN matched).
-func (s *Service) Fail(ctx context.Context, serial string, countAuth bool) error {
+// count_auth rises when countAuth is set (the PIN matched). Each non-nil
+// also changes the token in the same transaction (a Match's Remember).
+func (s *Service) Fail(ctx context.Context, serial string, countAuth bool, also ...func(*Token)) error {
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		old, err := load(tx, serial)
 		if err != nil || old == nil {
@@ -139,6 +140,11 @@ func (s *Service) Fail(ctx context.Context, serial string, countAuth bool) error
 		s.failLocked(t, s.cfg.Now())
 		if countAuth {
 			t.incInfo(InfoCountAuth)
+		}
+		for _, f := range also {
+			if f != nil {
+				f(t)
+			}
 		}
 		return save(tx, old, t)
 	})
@@ -190,7 +196,7 @@ func (s *Service) CheckOTP(ctx context.Context, serial, otp string, opts Params)
 		if msg == "" {
 			msg = MsgWrongOTP
 		}
-		return Result{Message: msg, Token: t}, s.Fail(ctx, serial, true)
+		return Result{Message: msg, Token: t}, s.Fail(ctx, serial, true, m.Remember)
 	}
 	ct, err := s.Commit(ctx, serial, m)
 	var ue *UnusableError
