@@ -164,7 +164,7 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 		if err := q.resetAll(ctx, committed); err != nil {
 			return Response{}, err
 		}
-		return q.success(fmt.Sprintf(MsgMatching, 1), committed, stale), nil
+		return q.pinChange(ctx, q.success(fmt.Sprintf(MsgMatching, 1), committed, stale), committed)
 	}
 
 	// Phase 2: no success. PIN alone → challenge; PIN right → wrong OTP.
@@ -202,8 +202,14 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 	}
 	if len(pinMatched) > 0 {
 		for _, c := range pinMatched {
-			if err := svc.Fail(ctx, c.t.Serial, true); err != nil {
+			if err := svc.Fail(ctx, c.t.Serial, true, c.m.Remember); err != nil {
 				return Response{}, err
+			}
+		}
+		if len(pinMatched) == 1 && pinMatched[0].m.Remember != nil {
+			// AutoResync remembered the first value.
+			if res, ok, err := q.resyncChallenge(ctx, pinMatched[0].t); err != nil || ok {
+				return res, err
 			}
 		}
 		msg := token.MsgWrongOTP
@@ -272,6 +278,9 @@ func (q *req) answer(ctx context.Context, usable, all []*token.Token) (Response,
 	chs, err := svc.Challenges(ctx, token.ChallengeFilter{TransactionID: q.r.TransactionID, IncludeExpired: true})
 	if err != nil {
 		return Response{}, err
+	}
+	if res, ok, err := q.pinResetAnswer(ctx, usable, chs); err != nil || ok {
+		return res, err
 	}
 	bySerial := map[string]*token.Challenge{}
 	for i := range chs {

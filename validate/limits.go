@@ -322,6 +322,10 @@ func (q *req) recordWrite(ctx context.Context, msg string, snapshot *token.Token
 			return nil, err
 		}
 	}
+	if _, _, due := token.PINChangeDue(snapshot, q.v.cfg.Now()); due {
+		// change_pin_via_validate may turn the success into a challenge.
+		return nil, nil
+	}
 	res := q.success(msg, snapshot, "")
 	res.Policies = q.pol.used
 	return q.r.Record(res), nil
@@ -334,6 +338,11 @@ func (q *req) success(msg string, t *token.Token, stale string) Response {
 	if stale != "" {
 		d["message"] = fmt.Sprintf("The last successful authentication was %s. It is too long ago.", stale)
 		return Response{User: q.u, Detail: d}
+	}
+	if msg != MsgFoundChallenge {
+		if v, set, due := token.PINChangeDue(t, q.v.cfg.Now()); set {
+			d["next_pin_change"], d["pin_change"] = v, due
+		}
 	}
 	return Response{Value: true, User: q.u, Detail: d}
 }
