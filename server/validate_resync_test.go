@@ -257,3 +257,56 @@ func testTOTPAutoResync(t *testing.T) {
 		t.Fatalf("old codes moved the token: %v", rec)
 	}
 }
+
+// ENROLL change_pin_on_first_use (admin) and change_pin_every (user) set
+// next_pin_change at /token/init and /token/setpin; /validate/check then
+// asks for the new PIN.
+func TestValidatePinChangePolicies(t *testing.T) {
+	e, tok := tokenEnv(t)
+	setPolicy(t, e, tok, "first", "enrollment", "change_pin_on_first_use")
+	wantOK(t, e.admin(t, tok, "POST", "/token/init", form("serial", "FU1", "otpkey", rfcKeyHex, "user", "alice", "realm", "realm1", "pin", "pin")))
+	now := token.FormatValidity(testStart)
+	if got := at(listOne(t, e, tok, "FU1"), "info.next_pin_change"); got != now {
+		t.Fatalf("next_pin_change after an admin enrolled: %v, want %s", got, now)
+	}
+	// An admin's setpin makes it due again.
+	wantOK(t, e.admin(t, tok, "POST", "/token/info/FU1/next_pin_change", form("value", "2099-01-01T00:00+0000")))
+	wantOK(t, e.admin(t, tok, "POST", "/token/setpin", form("serial", "FU1", "otppin", "pin")))
+	if got := at(listOne(t, e, tok, "FU1"), "info.next_pin_change"); got != now {
+		t.Fatalf("next_pin_change after an admin set the PIN: %v, want %s", got, now)
+	}
+
+	e.clk.add(time.Minute)
+	setPolicy(t, e, tok, "cpv", "authentication", "change_pin_via_validate")
+	setPolicy(t, e, tok, "every", "enrollment", "change_pin_every=90d")
+	tx1 := wantChallenge(t, check(t, e, "user", "alice", "realm", "realm1", "pass", "pin"+rfcHOTP[0]), "FU1", "Please enter a new PIN")
+	tx2 := wantChallenge(t, check(t, e, "user", "alice", "realm", "realm1", "transaction_id", tx1, "pass", "mine"), "FU1", "Please enter the new PIN again")
+	wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "transaction_id", tx2, "pass", "mine"), true, "PIN successfully set.")
+	every := token.FormatValidity(testStart.Add(time.Minute + 90*24*time.Hour))
+	if got := at(listOne(t, e, tok, "FU1"), "info.next_pin_change"); got != every {
+		t.Fatalf("next_pin_change after the change: %v, want %s", got, every)
+	}
+
+	// A user who sets her PIN starts the change_pin_every period; the
+	// admin's first-use policy does not apply to her.
+	e.clk.add(time.Hour)
+	tok = e.login(t) // the JWT lives an hour
+	alice := userLogin(t, e, "alice@realm1", "alice-Pw1")
+	wantOK(t, e.admin(t, alice, "POST", "/token/setpin", form("serial", "FU1", "otppin", "hers")))
+	every = token.FormatValidity(testStart.Add(time.Minute + time.Hour + 90*24*time.Hour))
+	if got := at(listOne(t, e, tok, "FU1"), "info.next_pin_change"); got != every {
+		t.Fatalf("next_pin_change after the user set the PIN: %v, want %s", got, every)
+	}
+	r := check(t, e, "user", "alice", "realm", "realm1", "pass", "hers"+rfcHOTP[1])
+	wantAuth(t, r, true, "matching 1 tokens")
+	if at(r.json, "detail.pin_change") != false || at(r.json, "detail.next_pin_change") != every {
+		t.Fatalf("detail %s", r.body)
+	}
+
+	// Without the policies nothing is written.
+	delPolicy(t, e, tok, "first")
+	wantOK(t, e.admin(t, tok, "POST", "/token/init", form("serial", "FU2", "otpkey", rfcKeyHex, "user", "bob", "realm", "realm1", "pin", "pin")))
+	if got := at(listOne(t, e, tok, "FU2"), "info.next_pin_change"); got != nil {
+		t.Fatalf("next_pin_change %v without change_pin_on_first_use", got)
+	}
+}

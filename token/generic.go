@@ -2,6 +2,8 @@ package token
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/authsrv/authsrv/store"
@@ -92,4 +94,29 @@ func (s *Service) FinishPINChange(ctx context.Context, txid, serial, pinHash str
 		return save(tx, old, t)
 	})
 	return ok, err
+}
+
+// ParsePINChangeEvery reads the ENROLL change_pin_every value: a number of
+// days ("90d", or "90" alone, as privacyIDEA reads it), or of hours,
+// weeks or years with the unit h, w or y. ok is false for anything else.
+func ParsePINChangeEvery(v string) (d time.Duration, ok bool) {
+	v = strings.ToLower(strings.TrimSpace(v))
+	unit := 24 * time.Hour
+	if n := len(v); n > 0 {
+		switch v[n-1] {
+		case 'd':
+			v = v[:n-1]
+		case 'h':
+			v, unit = v[:n-1], time.Hour
+		case 'w':
+			v, unit = v[:n-1], 7*24*time.Hour
+		case 'y':
+			v, unit = v[:n-1], 365*24*time.Hour
+		}
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 || n > 100*365*24 || time.Duration(n)*unit > 100*365*24*time.Hour {
+		return 0, false
+	}
+	return time.Duration(n) * unit, true
 }

@@ -3,8 +3,6 @@ package validate
 import (
 	"context"
 	"encoding/json"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/authsrv/authsrv/policy"
@@ -180,20 +178,15 @@ func (q *req) checkNewPIN(ctx context.Context, t *token.Token, pin string) error
 }
 
 // nextPINChange is when the new PIN must be changed again: ENROLL
-// change_pin_every ("90d"; a bare number is days) after now, or zero
-// when no policy asks for it.
+// change_pin_every ("90d") after now, or zero when no policy asks for it.
 func (q *req) nextPINChange(ctx context.Context, now time.Time) (time.Time, error) {
 	v, name, err := q.valueNamed(ctx, policy.ScopeEnrollment, "change_pin_every")
 	if err != nil || v == "" {
 		return time.Time{}, err
 	}
-	d, ok := parseDelta(v)
+	d, ok := token.ParsePINChangeEvery(v)
 	if !ok {
-		days, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || days <= 0 || days > 100*365 {
-			return time.Time{}, errPolicyValue("change_pin_every", v)
-		}
-		d = time.Duration(days) * 24 * time.Hour
+		return time.Time{}, errPolicyValue("change_pin_every", v)
 	}
 	q.note(name)
 	return now.Add(d), nil
