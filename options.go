@@ -148,7 +148,8 @@ func WithTokenTypes(types ...token.Type) Option {
 
 // WithTokenSettings sets the system-wide token defaults (default OTP
 // length, windows, max fail count, failcounter clear timeout, TOTP step
-// and window, challenge validity, random serials).
+// and window, challenge validity, random serials, AutoResync and its
+// timeout).
 func WithTokenSettings(set token.Settings) Option {
 	return func(c *config) error {
 		c.tokenSettings = set

@@ -269,6 +269,9 @@ func postTokenInit(c *call) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
+	if err := c.savePINChange(t, p.Str("pin") != ""); err != nil {
+		return answer{}, err
+	}
 	c.entry.Serial, c.entry.TokenType = t.Serial, t.Type
 	if owner != nil {
 		c.entry.User, c.entry.Realm, c.entry.Resolver = owner.Login, owner.Realm, owner.Resolver
@@ -476,6 +479,9 @@ func postTokenSetPIN(c *call) (answer, error) {
 				return 0, err
 			}
 			if err := c.a.s.Tokens().SetPIN(c.ctx, t.Serial, v, enc); err != nil {
+				return 0, err
+			}
+			if err := c.savePINChange(t, v != ""); err != nil {
 				return 0, err
 			}
 			set++

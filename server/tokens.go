@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/policy"
@@ -379,64 +378,7 @@ func (c *call) checkPINPolicy(typ, pin string, owner *user.User) error {
 	if err != nil {
 		return err
 	}
-	n := len([]rune(pin))
-	if v, err := strconv.Atoi(minS); err == nil && n < v {
-		return apierr.New(apierr.Policy, "The provided PIN is too short.")
-	}
-	if v, err := strconv.Atoi(maxS); err == nil && n > v {
-		return apierr.New(apierr.Policy, "The provided PIN is too long.")
-	}
-	if contents != "" && !pinContentsOK(pin, contents) {
-		return apierr.New(apierr.Policy, "The provided PIN does not contain the required characters: "+contents)
-	}
-	return nil
-}
-
-// pinContentsOK checks privacyIDEA's otp_pin_contents: c letters, n
-// digits, s special, o others; plain = all groups required, "+" = at
-// least one of the groups, "-" = none of the groups.
-func pinContentsOK(pin, spec string) bool {
-	mode := byte(0)
-	if spec != "" && (spec[0] == '+' || spec[0] == '-') {
-		mode, spec = spec[0], spec[1:]
-	}
-	class := func(r rune) byte {
-		switch {
-		case unicode.IsLetter(r) && r < 128:
-			return 'c'
-		case unicode.IsDigit(r) && r < 128:
-			return 'n'
-		case strings.ContainsRune(`!"#$%&'()*+,-./:;<=>?@[\]^_{|}~`+"`", r):
-			return 's'
-		}
-		return 'o'
-	}
-	have := map[byte]bool{}
-	for _, r := range pin {
-		have[class(r)] = true
-	}
-	switch mode {
-	case '+':
-		for i := 0; i < len(spec); i++ {
-			if have[spec[i]] {
-				return true
-			}
-		}
-		return false
-	case '-':
-		for i := 0; i < len(spec); i++ {
-			if have[spec[i]] {
-				return false
-			}
-		}
-		return true
-	}
-	for i := 0; i < len(spec); i++ {
-		if !have[spec[i]] {
-			return false
-		}
-	}
-	return true
+	return policy.CheckPIN(pin, minS, maxS, contents)
 }
 
 // pageParams reads page (1-based, default 1) and pagesize (default 15).

@@ -268,8 +268,8 @@ func TestTOTPReplayAndWindow(t *testing.T) {
 		wantAuth(t, chk("T2", totpAt(now.Add(0))), false, "wrong otp value")
 		wantAuth(t, chk("T2", totpAt(now.Add(-2*step))), true, "matching 1 tokens")
 	})
-	// AutoResync (spec 5.4) is not implemented (no system setting), so the
-	// catalogue's autoresync row cannot be tested here.
+	// AutoResync needs its system setting: its own env.
+	t.Run("autoresync", testTOTPAutoResync)
 }
 
 // R4: lockout under parallel guessing.

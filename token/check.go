@@ -131,20 +131,35 @@ func (s *Service) Commit(ctx context.Context, serial string, m Match) (*Token, e
 
 // Fail records a failed attempt on a token: the fail counter rises by one
 // (never above maxfail; reaching it stamps failcounter_exceeded), and
-// count_auth rises when countAuth is set (the PIN matched).
-func (s *Service) Fail(ctx context.Context, serial string, countAuth bool) error {
-	return s.FailAll(ctx, []string{serial}, countAuth, nil)
+// count_auth rises when countAuth is set (the PIN matched). Each non-nil
+// also changes the token in the same transaction (a Match's Remember).
+func (s *Service) Fail(ctx context.Context, serial string, countAuth bool, also ...func(*Token)) error {
+	change := func(t *Token) {
+		for _, f := range also {
+			if f != nil {
+				f(t)
+			}
+		}
+	}
+	return s.FailAll(ctx, []Failure{{Serial: serial, Change: change}}, countAuth, nil)
 }
 
-// FailAll records a failed attempt on each token of serials, as Fail does,
-// in one transaction, and runs also (when not nil) in that transaction:
-// the write that records the failure commits with it. Serials that no
+// Failure is one token's failed attempt for FailAll.
+type Failure struct {
+	Serial string
+	// Change, when not nil, also changes the token (a Match's Remember).
+	Change func(*Token)
+}
+
+// FailAll records a failed attempt on each token of fails, as Fail does,
+// in one transaction, and runs record (when not nil) in that transaction:
+// the write that records the failure commits with it. Tokens that no
 // longer exist are passed over.
-func (s *Service) FailAll(ctx context.Context, serials []string, countAuth bool, also func(store.Tx) error) error {
+func (s *Service) FailAll(ctx context.Context, fails []Failure, countAuth bool, record func(store.Tx) error) error {
 	return s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		now := s.cfg.Now()
-		for _, serial := range serials {
-			old, err := load(tx, serial)
+		for _, f := range fails {
+			old, err := load(tx, f.Serial)
 			if err != nil {
 				return err
 			}
@@ -156,12 +171,15 @@ func (s *Service) FailAll(ctx context.Context, serials []string, countAuth bool,
 			if countAuth {
 				t.incInfo(InfoCountAuth)
 			}
+			if f.Change != nil {
+				f.Change(t)
+			}
 			if err := save(tx, old, t); err != nil {
 				return err
 			}
 		}
-		if also != nil {
-			return also(tx)
+		if record != nil {
+			return record(tx)
 		}
 		return nil
 	})
@@ -212,7 +230,7 @@ func (s *Service) CheckOTP(ctx context.Context, serial, otp string, opts Params)
 		if msg == "" {
 			msg = MsgWrongOTP
 		}
-		return Result{Message: msg, Token: t}, s.Fail(ctx, serial, true)
+		return Result{Message: msg, Token: t}, s.Fail(ctx, serial, true, m.Remember)
 	}
 	ct, err := s.Commit(ctx, serial, m)
 	var ue *UnusableError

@@ -254,8 +254,13 @@ func finish2Step(e *Enroll) error {
 }
 
 // Check implements Type: the window count … count+count_window-1; a match
-// at c stores c+1.
-func (HOTP) Check(ctx context.Context, c *Check) (Match, error) {
+// at c stores c+1. With AutoResync a miss is looked for in the sync
+// window.
+func (HOTP) Check(ctx context.Context, c *Check) (Match, error) { return checkHOTP(c, true) }
+
+// checkHOTP is HOTP's check; resync lets a miss take part in AutoResync
+// (not for types whose values are sent one at a time, e-mail and SMS).
+func checkHOTP(c *Check, resync bool) (Match, error) {
 	key, err := c.Key()
 	if err != nil || key == nil {
 		return Match{Counter: -1}, err
@@ -268,6 +273,11 @@ func (HOTP) Check(ctx context.Context, c *Check) (Match, error) {
 			from := t.Count - min(t.Count, uint64(max(t.CountWindow, 1)))
 			if _, old := otp.CheckHOTP(key, c.OTP, from, int(t.Count-from), t.OTPLen, t.Hash()); old {
 				m.Message = MsgReplayed
+			}
+		}
+		if resync && m.Message == "" && c.Service.set.AutoResync {
+			if rm, found := c.Service.hotpAutoResync(c, key); found {
+				return rm, nil
 			}
 		}
 		return m, nil

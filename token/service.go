@@ -74,6 +74,13 @@ type Settings struct {
 	// SerialRandom makes generated serials prefix + random characters
 	// only (PI_TOKEN_SERIAL_RANDOM).
 	SerialRandom bool
+	// AutoResync lets an HOTP, paper or TOTP token that fell out of its
+	// window resynchronise during authentication: a wrong value inside
+	// the sync window is remembered, and the value right after it,
+	// within AutoResyncTimeout, is accepted (privacyIDEA's AutoResync,
+	// default off).
+	AutoResync        bool
+	AutoResyncTimeout time.Duration // 300 s
 }
 
 func (s Settings) withDefaults() Settings {
@@ -90,6 +97,9 @@ func (s Settings) withDefaults() Settings {
 	def(&s.TOTPTimeWindow, 180)
 	if s.ChallengeValidity <= 0 {
 		s.ChallengeValidity = 120 * time.Second
+	}
+	if s.AutoResyncTimeout <= 0 {
+		s.AutoResyncTimeout = 300 * time.Second
 	}
 	return s
 }

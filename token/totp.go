@@ -67,7 +67,8 @@ func (s *Service) totpParams(t *Token) (step, window, shift int) {
 
 // Check implements Type: the asymmetric window around now+timeShift; a
 // step at or below the last used one is refused; success stores the step
-// and the new timeShift.
+// and the new timeShift. With AutoResync a miss is looked for in the sync
+// window.
 func (TOTP) Check(ctx context.Context, c *Check) (Match, error) {
 	key, err := c.Key()
 	if err != nil || key == nil {
@@ -77,6 +78,11 @@ func (TOTP) Check(ctx context.Context, c *Check) (Match, error) {
 	step, window, shift := c.Service.totpParams(t)
 	n, drift, ok := otp.FindTOTP(key, c.OTP, c.Now, step, window, shift, t.OTPLen, t.Hash())
 	if !ok {
+		if c.Service.set.AutoResync {
+			if rm, found := c.Service.totpAutoResync(c, key, step); found {
+				return rm, nil
+			}
+		}
 		return Match{Counter: -1}, nil
 	}
 	if t.Count != 0 && n <= t.Count {

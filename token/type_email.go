@@ -89,8 +89,9 @@ func (Email) Enroll(ctx context.Context, e *Enroll) error {
 	return enrollOATH(e, "email", 0)
 }
 
-// Check implements Type with the HOTP window.
-func (Email) Check(ctx context.Context, c *Check) (Match, error) { return HOTP{}.Check(ctx, c) }
+// Check implements Type with the HOTP window (no AutoResync: the values
+// are sent one at a time).
+func (Email) Check(ctx context.Context, c *Check) (Match, error) { return checkHOTP(c, false) }
 
 // Resync implements Resyncer as HOTP does.
 func (Email) Resync(ctx context.Context, s *Service, t *Token, otp1, otp2 string, now time.Time) (func(*Token) bool, bool, error) {

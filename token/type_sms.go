@@ -82,8 +82,9 @@ func (SMS) Enroll(ctx context.Context, e *Enroll) error {
 	return enrollOATH(e, "sms", 0)
 }
 
-// Check implements Type with the HOTP window.
-func (SMS) Check(ctx context.Context, c *Check) (Match, error) { return HOTP{}.Check(ctx, c) }
+// Check implements Type with the HOTP window (no AutoResync: the values
+// are sent one at a time).
+func (SMS) Check(ctx context.Context, c *Check) (Match, error) { return checkHOTP(c, false) }
 
 // Resync implements Resyncer as HOTP does.
 func (SMS) Resync(ctx context.Context, s *Service, t *Token, otp1, otp2 string, now time.Time) (func(*Token) bool, bool, error) {

@@ -157,6 +157,10 @@ type Match struct {
 	// Message replaces the failure message (e.g. "previous otp used
 	// again").
 	Message string
+	// Remember, on a failed match, changes the token in the transaction
+	// that records the failure when the PIN was right (AutoResync's first
+	// value). It must only change the token it is given.
+	Remember func(t *Token)
 }
 
 // ChallengeRequest is what a Challenger sees.

@@ -164,7 +164,7 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 		if err := q.resetAll(ctx, committed); err != nil {
 			return Response{}, err
 		}
-		return q.success(fmt.Sprintf(MsgMatching, 1), committed, stale), nil
+		return q.pinChange(ctx, q.success(fmt.Sprintf(MsgMatching, 1), committed, stale), committed)
 	}
 
 	// Phase 2: no success. PIN alone → challenge; PIN right → wrong OTP.
@@ -202,15 +202,31 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 	}
 	if len(pinMatched) > 0 {
 		msg := token.MsgWrongOTP
+		res := Response{User: q.u, Detail: map[string]any{"message": msg}}
 		if len(pinMatched) == 1 {
 			if pinMatched[0].m.Message == token.MsgReplayed {
 				msg = token.MsgReplayed
 			}
-			return q.fail(ctx, pinMatched, Response{User: q.u, Detail: detailOne(msg, pinMatched[0].t)})
+			res.Detail = detailOne(msg, pinMatched[0].t)
 		}
-		return q.fail(ctx, pinMatched, Response{User: q.u, Detail: map[string]any{"message": msg}})
+		if len(pinMatched) != 1 || pinMatched[0].m.Remember == nil {
+			return q.fail(ctx, pinMatched, res, true)
+		}
+		// AutoResync remembers the first value: a resync challenge may
+		// answer instead, so the caller records the outcome.
+		if _, err := q.fail(ctx, pinMatched, res, false); err != nil {
+			return Response{}, err
+		}
+		if ch, ok, err := q.resyncChallenge(ctx, pinMatched[0].t); err != nil || ok {
+			return ch, err
+		}
+		return res, nil
 	}
-	return q.fail(ctx, cands, Response{User: q.u, Detail: map[string]any{"message": MsgWrongPIN}})
+	for _, c := range cands {
+		// AutoResync remembers a value only after the right PIN.
+		c.m.Remember = nil
+	}
+	return q.fail(ctx, cands, Response{User: q.u, Detail: map[string]any{"message": MsgWrongPIN}}, true)
 }
 
 func isPINOnly(svc *token.Service, t *token.Token) bool {
@@ -261,6 +277,9 @@ func (q *req) answer(ctx context.Context, usable, all []*token.Token) (Response,
 	chs, err := svc.Challenges(ctx, token.ChallengeFilter{TransactionID: q.r.TransactionID, IncludeExpired: true})
 	if err != nil {
 		return Response{}, err
+	}
+	if res, ok, err := q.pinResetAnswer(ctx, usable, chs); err != nil || ok {
+		return res, err
 	}
 	bySerial := map[string]*token.Challenge{}
 	for i := range chs {

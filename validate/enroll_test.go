@@ -38,14 +38,6 @@ func storeEnv(t *testing.T) *env {
 	return e
 }
 
-// scopedPolicy stores an active policy of another scope.
-func (e *env) scopedPolicy(t *testing.T, name, scope, action string) {
-	t.Helper()
-	if _, err := e.pol.Set(t.Context(), policy.Policy{Name: name, Scope: scope, Action: action, Active: true, Priority: 1}); err != nil {
-		t.Fatalf("policy %s: %v", name, err)
-	}
-}
-
 // enrollChallenge checks an enrollment challenge and returns its
 // transaction id, serial and otpauth link.
 func enrollChallenge(t *testing.T, res validate.Response, typ string, optional bool) (txid, serial, link string) {

@@ -326,26 +326,34 @@ func (q *req) recordWrite(ctx context.Context, msg string, snapshot *token.Token
 	if v, err := q.value(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge"); err != nil || v != "" {
 		return nil, err
 	}
+	if _, _, due := token.PINChangeDue(snapshot, q.v.cfg.Now()); due {
+		// change_pin_via_validate may turn the success into a challenge.
+		return nil, nil
+	}
 	res := q.success(msg, snapshot, "")
 	res.Policies = q.pol.used
 	return q.r.Record(res), nil
 }
 
 // fail raises the fail counters (and count_auth) of the candidates in one
-// transaction and answers res. Request.Record's write of res runs in that
-// transaction when nothing after it can change res (see recordWrite; a
+// transaction, with what AutoResync remembers, and answers res. When record
+// is set, Request.Record's write of res runs in that transaction when
+// nothing after it can change res (see recordWrite; a
 // failure's detail is also replaced under hide_specific_error_message), so
 // that a rejection costs one commit, not two.
-func (q *req) fail(ctx context.Context, cands []*candidate, res Response) (Response, error) {
-	write, err := q.failRecord(ctx, res)
-	if err != nil {
-		return Response{}, err
+func (q *req) fail(ctx context.Context, cands []*candidate, res Response, record bool) (Response, error) {
+	var write func(store.Tx) error
+	if record {
+		var err error
+		if write, err = q.failRecord(ctx, res); err != nil {
+			return Response{}, err
+		}
 	}
-	serials := make([]string, len(cands))
+	fails := make([]token.Failure, len(cands))
 	for i, c := range cands {
-		serials[i] = c.t.Serial
+		fails[i] = token.Failure{Serial: c.t.Serial, Change: c.m.Remember}
 	}
-	if err := q.v.cfg.Tokens.FailAll(ctx, serials, true, write); err != nil {
+	if err := q.v.cfg.Tokens.FailAll(ctx, fails, true, write); err != nil {
 		return Response{}, err
 	}
 	q.recorded = write != nil
@@ -372,6 +380,11 @@ func (q *req) success(msg string, t *token.Token, stale string) Response {
 	if stale != "" {
 		d["message"] = fmt.Sprintf("The last successful authentication was %s. It is too long ago.", stale)
 		return Response{User: q.u, Detail: d}
+	}
+	if msg != MsgFoundChallenge {
+		if v, set, due := token.PINChangeDue(t, q.v.cfg.Now()); set {
+			d["next_pin_change"], d["pin_change"] = v, due
+		}
 	}
 	return Response{Value: true, User: q.u, Detail: d}
 }

@@ -121,6 +121,14 @@ func newEnv(t *testing.T, set token.Settings) *env {
 	return &env{v: v, tokens: tokens, realms: realms, pol: pol, clk: clk, st: st, sealer: sealer, hasher: h}
 }
 
+// scopedPolicy stores an active policy of any scope.
+func (e *env) scopedPolicy(t *testing.T, name, scope, action string) {
+	t.Helper()
+	if _, err := e.pol.Set(t.Context(), policy.Policy{Name: name, Scope: scope, Action: action, Active: true, Priority: 1}); err != nil {
+		t.Fatalf("policy %s: %v", name, err)
+	}
+}
+
 // writePasswd writes a passwd file with bcrypt hashes (cost 4).
 func writePasswd(t *testing.T, path string, users [][2]string) {
 	t.Helper()
