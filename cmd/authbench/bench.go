@@ -119,8 +119,34 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) (int, error) {
 		}
 		before = m
 	}
-	fmt.Fprintf(b.log, "load: mode %s, %d clients, %s\n", cfg.mode, clients, cfg.duration)
-	t, elapsed := b.load(ctx, users, clients, cfg.duration)
+	// With -kdf-alone the load and the hashing alone alternate in rounds,
+	// so that the machine's speed, which drifts by ±10 % within seconds on
+	// shared hardware, weighs on both alike.
+	rounds := 1
+	if cfg.kdfFor > 0 {
+		rounds = cfg.kdfRounds
+	}
+	fmt.Fprintf(b.log, "load: mode %s, %d clients, %s", cfg.mode, clients, cfg.duration)
+	if cfg.kdfFor > 0 {
+		fmt.Fprintf(b.log, ", alternating with %s of hashing alone in %d rounds", cfg.kdfFor, rounds)
+	}
+	fmt.Fprintln(b.log)
+	t := &tally{}
+	var elapsed time.Duration
+	var kdf kdfRun
+	for r := range rounds {
+		slice := cfg.duration / time.Duration(rounds)
+		if r == rounds-1 {
+			slice = cfg.duration - slice*time.Duration(rounds-1)
+		}
+		rt, re := b.load(ctx, users, clients, slice)
+		t.merge(rt)
+		elapsed += re
+		if cfg.kdfFor == 0 || ctx.Err() != nil {
+			break
+		}
+		kdf.add(measureKDF(ctx, cfg.kdfFor/time.Duration(rounds)))
+	}
 	interrupted := ctx.Err() != nil
 
 	s := newSummary(cfg, clients, len(users), t, elapsed)
@@ -134,10 +160,8 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) (int, error) {
 			s.Server = &serverMemory{PID: cfg.pid, RSSBeforeKB: before.RSS, RSSKB: m.RSS, HWMKB: m.HWM}
 		}
 	}
-
 	if cfg.kdfFor > 0 && !interrupted {
-		fmt.Fprintf(b.log, "kdf: hashing alone for %s\n", cfg.kdfFor)
-		k := measureKDF(ctx, cfg.kdfFor)
+		k := kdf.result(rounds)
 		if k.HashesPerSec > 0 {
 			k.LoadShare = round3(s.RequestsPerSec / k.HashesPerSec)
 		}

@@ -23,20 +23,44 @@ type kdfAlone struct {
 	Time         uint32  `json:"t"`
 	MemoryKiB    uint32  `json:"m_kib"`
 	Threads      uint8   `json:"p"`
+	// Rounds is the number of slices the hashing ran in, alternating
+	// with slices of the load.
+	Rounds int `json:"rounds"`
 	// LoadShare is the load's requests per second over HashesPerSec.
 	LoadShare float64 `json:"load_share"`
 }
 
-// measureKDF hashes for d (or until ctx ends) and returns the rate.
-func measureKDF(ctx context.Context, d time.Duration) kdfAlone {
+// kdfRun sums the slices of hashing alone.
+type kdfRun struct {
+	hashes  int64
+	elapsed time.Duration
+}
+
+func (k *kdfRun) add(hashes int64, elapsed time.Duration) {
+	k.hashes += hashes
+	k.elapsed += elapsed
+}
+
+// result is the rate over all slices.
+func (k *kdfRun) result(rounds int) kdfAlone {
 	p := secret.DefaultParams
-	n := runtime.NumCPU()
+	out := kdfAlone{Goroutines: runtime.NumCPU(), Time: p.Time, MemoryKiB: p.Memory, Threads: p.Threads, Rounds: rounds}
+	if k.elapsed > 0 {
+		out.HashesPerSec = round3(float64(k.hashes) / k.elapsed.Seconds())
+	}
+	return out
+}
+
+// measureKDF hashes for d (or until ctx ends) on one goroutine per CPU
+// and returns the number of hashes and the time taken.
+func measureKDF(ctx context.Context, d time.Duration) (int64, time.Duration) {
+	p := secret.DefaultParams
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var done atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
-	for range n {
+	for range runtime.NumCPU() {
 		wg.Go(func() {
 			salt := make([]byte, p.SaltLen)
 			_, _ = rand.Read(salt)
@@ -47,6 +71,5 @@ func measureKDF(ctx context.Context, d time.Duration) kdfAlone {
 		})
 	}
 	wg.Wait()
-	return kdfAlone{HashesPerSec: round3(float64(done.Load()) / time.Since(start).Seconds()), Goroutines: n,
-		Time: p.Time, MemoryKiB: p.Memory, Threads: p.Threads}
+	return done.Load(), time.Since(start)
 }

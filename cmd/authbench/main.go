@@ -79,6 +79,7 @@ type config struct {
 	clients      int
 	duration     time.Duration
 	kdfFor       time.Duration
+	kdfRounds    int
 	mode         string
 	pin          string
 	realm        string
@@ -122,7 +123,8 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (*c
 	fs.IntVar(&c.users, "users", 100, "number of users, one HOTP token each")
 	fs.IntVar(&c.clients, "clients", 8, "concurrent clients (goroutines and connections)")
 	fs.DurationVar(&c.duration, "duration", 30*time.Second, "how long the load runs")
-	fs.DurationVar(&c.kdfFor, "kdf-alone", 0, "after the load, hash PINs (Argon2id, the server's default parameters) on every CPU for this long and report the rate, the bound of modes pin and wrong")
+	fs.DurationVar(&c.kdfFor, "kdf-alone", 0, "hash PINs (Argon2id, the server's default parameters) on every CPU for this long, in slices between slices of the load, and report the rate, the bound of modes pin and wrong")
+	fs.IntVar(&c.kdfRounds, "kdf-rounds", 5, "with -kdf-alone: how many alternating slices of load and hashing, so that a change of the machine's speed during the run affects both alike")
 	fs.StringVar(&c.mode, "mode", modeValid, "valid (fresh OTPs, no PIN), wrong (right PIN, wrong OTP) or pin (PIN + fresh OTP)")
 	fs.StringVar(&c.pin, "pin", "", "token PIN for modes pin and wrong (prefer $"+envPIN+")")
 	fs.StringVar(&c.realm, "realm", "bench", "realm to create and authenticate in")
@@ -185,6 +187,9 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (*c
 	}
 	if c.clients < 1 {
 		errs = append(errs, fmt.Errorf("-clients %d: want at least 1", c.clients))
+	}
+	if c.kdfRounds < 1 || c.kdfRounds > 1000 {
+		errs = append(errs, fmt.Errorf("-kdf-rounds %d: want 1 to 1000", c.kdfRounds))
 	}
 	if c.duration <= 0 && !c.setupOnly {
 		errs = append(errs, fmt.Errorf("-duration %s: want more than 0", c.duration))

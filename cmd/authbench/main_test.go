@@ -82,7 +82,7 @@ func TestParseFlags(t *testing.T) {
 		{name: "defaults with env password", env: map[string]string{envAdminPassword: "pw"}, check: func(t *testing.T, c *config) {
 			if c.base.String() != "http://127.0.0.1:8080" || c.users != 100 || c.clients != 8 || c.duration != 30*time.Second ||
 				c.mode != modeValid || c.realm != "bench" || c.prefix != "bench" || c.admin != "admin" || c.password != "pw" ||
-				c.timeout != 10*time.Second {
+				c.timeout != 10*time.Second || c.kdfRounds != 5 {
 				t.Errorf("defaults: %+v", c)
 			}
 		}},
@@ -109,6 +109,7 @@ func TestParseFlags(t *testing.T) {
 		{name: "zero users", args: []string{"-users", "0", "-password", "x"}, errText: "-users"},
 		{name: "zero clients", args: []string{"-clients", "0", "-password", "x"}, errText: "-clients"},
 		{name: "zero duration", args: []string{"-duration", "0s", "-password", "x"}, errText: "-duration"},
+		{name: "zero kdf rounds", args: []string{"-kdf-rounds", "0", "-password", "x"}, errText: "-kdf-rounds 0"},
 		{name: "bad prefix", args: []string{"-prefix", "a:b", "-password", "x"}, errText: "-prefix"},
 		{name: "bad realm", args: []string{"-realm", "a/b", "-password", "x"}, errText: "-realm"},
 		{name: "realm lower-cased", args: []string{"-realm", "BenchR", "-password", "x"}, check: func(t *testing.T, c *config) {

@@ -200,8 +200,8 @@ func (s *summary) writeText(w io.Writer) error {
 			mib(m.RSSBeforeKB), mib(m.RSSKB), mib(m.HWMKB), m.PID)
 	}
 	if k := s.KDFAlone; k != nil {
-		fmt.Fprintf(&b, "kdf alone    %.1f hashes/s (argon2id t=%d m=%dKiB p=%d, %d goroutines); the load is %.0f%% of it\n",
-			k.HashesPerSec, k.Time, k.MemoryKiB, k.Threads, k.Goroutines, 100*k.LoadShare)
+		fmt.Fprintf(&b, "kdf alone    %.1f hashes/s (argon2id t=%d m=%dKiB p=%d, %d goroutines, %d rounds between the load's); the load is %.0f%% of it\n",
+			k.HashesPerSec, k.Time, k.MemoryKiB, k.Threads, k.Goroutines, k.Rounds, 100*k.LoadShare)
 	}
 	for _, e := range s.ErrorSamples {
 		fmt.Fprintf(&b, "first error  %s\n", e)
