@@ -3,7 +3,6 @@ package validate_test
 import (
 	"bytes"
 	"encoding/hex"
-	"sync"
 	"testing"
 	"time"
 
@@ -149,29 +148,7 @@ func TestResyncViaMultichallenge(t *testing.T) {
 		txid := challengeOf(t, res, "H1", validate.MsgResyncChallenge)
 		e.setMaxFail(t, "H1", 100)
 		const n = 16
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		ok := 0
-		start := make(chan struct{})
-		for range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				res, err := e.v.Check(t.Context(), validate.Request{User: "alice", TransactionID: txid, Pass: hotpAt(t, rfcKey, 201)})
-				if err != nil {
-					t.Errorf("Check: %v", err)
-					return
-				}
-				if res.Value {
-					mu.Lock()
-					ok++
-					mu.Unlock()
-				}
-			}()
-		}
-		close(start)
-		wg.Wait()
+		ok := e.parallelAccepted(t, n, validate.Request{User: "alice", TransactionID: txid, Pass: hotpAt(t, rfcKey, 201)})
 		if ok != 1 {
 			t.Fatalf("%d of %d parallel answers accepted, want 1", ok, n)
 		}
@@ -326,29 +303,7 @@ func TestPinChangeExpiredAndParallel(t *testing.T) {
 	tx1 = challengeOf(t, e.check(t, validate.Request{User: "alice", Pass: "pin" + rfcHOTP[1]}), "H1", validate.MsgNewPIN)
 	tx2 := challengeOf(t, e.check(t, validate.Request{User: "alice", TransactionID: tx1, Pass: "newpin"}), "H1", validate.MsgNewPINAgain)
 	const n = 8
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	ok := 0
-	start := make(chan struct{})
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			res, err := e.v.Check(t.Context(), validate.Request{User: "alice", TransactionID: tx2, Pass: "newpin"})
-			if err != nil {
-				t.Errorf("Check: %v", err)
-				return
-			}
-			if res.Value {
-				mu.Lock()
-				ok++
-				mu.Unlock()
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
+	ok := e.parallelAccepted(t, n, validate.Request{User: "alice", TransactionID: tx2, Pass: "newpin"})
 	if ok != 1 {
 		t.Fatalf("%d of %d parallel PIN confirmations accepted, want 1", ok, n)
 	}

@@ -129,6 +129,33 @@ func (e *env) scopedPolicy(t *testing.T, name, scope, action string) {
 	}
 }
 
+// parallelAccepted sends n copies of r at once and counts the successes.
+func (e *env) parallelAccepted(t *testing.T, n int, r validate.Request) int {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	start := make(chan struct{})
+	for range n {
+		wg.Go(func() {
+			<-start
+			res, err := e.v.Check(t.Context(), r)
+			if err != nil {
+				t.Errorf("Check: %v", err)
+				return
+			}
+			if res.Value {
+				mu.Lock()
+				ok++
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return ok
+}
+
 // writePasswd writes a passwd file with bcrypt hashes (cost 4).
 func writePasswd(t *testing.T, path string, users [][2]string) {
 	t.Helper()
