@@ -10,6 +10,8 @@ import (
 
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/internal/otp"
+	"github.com/authsrv/authsrv/internal/testsvc"
+	"github.com/authsrv/authsrv/notify"
 	"github.com/authsrv/authsrv/token"
 )
 
@@ -258,4 +260,59 @@ func TestValidateClientModePerUser(t *testing.T) {
 	if m := login(saml, ""); m != "interactive" {
 		t.Fatalf("without client_mode_per_user: %v", m)
 	}
+}
+
+// TestValidateEnrollEmail: an e-mail token is enrolled to the user store's
+// address, its first OTP arrives at the local SMTP sink, and that OTP
+// enrolls the token and authenticates; the next login challenges it.
+func TestValidateEnrollEmail(t *testing.T) {
+	e, tok := enrollEnv(t, "email")
+	sink := testsvc.NewSMTPSink(t)
+	if err := e.s.Notify().SetSMTP(t.Context(), notify.SMTPServer{Identifier: "mail", Server: "127.0.0.1", Port: sink.Port, Sender: "authsrv@example.org", Timeout: 5}); err != nil {
+		t.Fatal(err)
+	}
+	mail := func(before int) string {
+		t.Helper()
+		msgs := sink.Messages()
+		if len(msgs) != before+1 || len(msgs[before].To) != 1 || msgs[before].To[0] != "alice@example.org" {
+			t.Fatalf("mails %d -> %d (%v)", before, len(msgs), msgs)
+		}
+		code := sixDigits.FindString(msgs[before].Data)
+		if code == "" {
+			t.Fatal("no OTP in the mail")
+		}
+		return code
+	}
+
+	r := check(t, e, "user", "alice", "realm", "realm1", "pass", "alice-Pw1")
+	if at(r.json, "result.authentication") != "CHALLENGE" || at(r.json, "detail.enroll_via_multichallenge") != true ||
+		at(r.json, "detail.type") != "email" || at(r.json, "detail.message") != "Enter the OTP from the Email" ||
+		at(r.json, "detail.image") != nil || at(r.json, "detail.link") != nil {
+		t.Fatalf("enrollment challenge %s", r.body)
+	}
+	txid, _ := at(r.json, "detail.transaction_id").(string)
+	serial, _ := at(r.json, "detail.serial").(string)
+	code := mail(0)
+	if rolloutState(t, e, tok, serial) != "clientwait" {
+		t.Fatalf("rollout_state %v", rolloutState(t, e, tok, serial))
+	}
+	// a wrong answer leaves it waiting; the mailed OTP enrolls it once
+	wrong := "000000"
+	if wrong == code {
+		wrong = "111111"
+	}
+	wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "transaction_id", txid, "pass", wrong), false, "Response did not match the challenge.")
+	wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "transaction_id", txid, "pass", code), true, "Found matching challenge")
+	wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "transaction_id", txid, "pass", code), false, "")
+	if rolloutState(t, e, tok, serial) != "enrolled" {
+		t.Fatal("not enrolled after the answer")
+	}
+	// the user now has an e-mail token (no PIN): an empty PIN challenges
+	// it, and no second token is enrolled
+	r = check(t, e, "user", "alice", "realm", "realm1", "pass", "")
+	if at(r.json, "result.authentication") != "CHALLENGE" || at(r.json, "detail.serial") != serial || at(r.json, "detail.enroll_via_multichallenge") != nil {
+		t.Fatalf("login with the enrolled token %s", r.body)
+	}
+	txid, _ = at(r.json, "detail.transaction_id").(string)
+	wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "transaction_id", txid, "pass", mail(1)), true, "Found matching challenge")
 }
