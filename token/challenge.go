@@ -92,17 +92,12 @@ func (s *Service) createChallenge(ctx context.Context, t *Token, txid, state, se
 	if res.ClientMode == "" {
 		res.ClientMode = "interactive"
 	}
-	now := s.cfg.Now()
-	c := &Challenge{TransactionID: txid, Serial: t.Serial, Challenge: res.Challenge, Session: session, Created: now.UTC(), Expiration: now.Add(res.Validity).UTC()}
-	if len(res.Data) > 0 {
-		sealed, err := s.cfg.Sealer.Seal(res.Data, bucketChallenges, txid, t.Serial)
-		if err != nil {
-			return nil, nil, err
-		}
-		c.Data = sealed
+	c, err := s.newChallenge(txid, t.Serial, res.Challenge, session, res.Validity, res.Data)
+	if err != nil {
+		return nil, nil, err
 	}
 	var committed *Token
-	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+	err = s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		committed = nil
 		if res.Apply != nil {
 			old, err := load(tx, t.Serial)
@@ -136,6 +131,33 @@ func (s *Service) createChallenge(ctx context.Context, t *Token, txid, state, se
 		}
 	}
 	return res, c, nil
+}
+
+// newChallenge is a challenge made now, valid for validity, with data
+// sealed to its transaction and serial.
+func (s *Service) newChallenge(txid, serial, challenge, session string, validity time.Duration, data []byte) (*Challenge, error) {
+	now := s.cfg.Now()
+	c := &Challenge{TransactionID: txid, Serial: serial, Challenge: challenge, Session: session, Created: now.UTC(), Expiration: now.Add(validity).UTC()}
+	if len(data) > 0 {
+		sealed, err := s.cfg.Sealer.Seal(data, bucketChallenges, txid, serial)
+		if err != nil {
+			return nil, err
+		}
+		c.Data = sealed
+	}
+	return c, nil
+}
+
+// liveChallenge reads the challenge of txid for serial in tx; ok is false
+// when there is none or it has expired.
+func (s *Service) liveChallenge(tx store.Tx, txid, serial string) (r challengeRecord, ok bool, err error) {
+	switch err := store.GetJSON(tx.Bucket(bucketChallenges), challengeKey(txid, serial), &r); {
+	case err == store.ErrNotFound:
+		return r, false, nil
+	case err != nil:
+		return r, false, err
+	}
+	return r, s.cfg.Now().Before(r.Expiration), nil
 }
 
 // ChallengeFilter selects challenges.

@@ -20,16 +20,11 @@ const (
 // CreateGenericChallenge stores a challenge of kind for t under txid,
 // valid for the default challenge validity, with data sealed to it.
 func (s *Service) CreateGenericChallenge(ctx context.Context, t *Token, txid, kind string, data []byte) (*Challenge, error) {
-	now := s.cfg.Now()
-	c := &Challenge{TransactionID: txid, Serial: t.Serial, Challenge: kind, Created: now.UTC(), Expiration: now.Add(s.set.ChallengeValidity).UTC()}
-	if len(data) > 0 {
-		sealed, err := s.cfg.Sealer.Seal(data, bucketChallenges, txid, t.Serial)
-		if err != nil {
-			return nil, err
-		}
-		c.Data = sealed
+	c, err := s.newChallenge(txid, t.Serial, kind, "", s.set.ChallengeValidity, data)
+	if err != nil {
+		return nil, err
 	}
-	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+	err = s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		return store.PutJSON(tx.Bucket(bucketChallenges), challengeKey(txid, t.Serial), challengeRecord{store.Versioned{Schema: schema}, *c})
 	})
 	if err != nil {
@@ -57,18 +52,11 @@ func PINChangeDue(t *Token, now time.Time) (value string, set, due bool) {
 // is zero). ok is false when the challenge was gone (answered meanwhile or
 // expired); nothing changes then.
 func (s *Service) FinishPINChange(ctx context.Context, txid, serial, pinHash string, next time.Time) (ok bool, err error) {
-	now := s.cfg.Now()
 	err = s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		ok = false
-		var r challengeRecord
-		if err := store.GetJSON(tx.Bucket(bucketChallenges), challengeKey(txid, serial), &r); err != nil {
-			if err == store.ErrNotFound {
-				return nil
-			}
+		r, live, err := s.liveChallenge(tx, txid, serial)
+		if err != nil || !live || r.Challenge.Challenge != ChallengePINReset {
 			return err
-		}
-		if r.Challenge.Challenge != ChallengePINReset || !now.Before(r.Expiration) {
-			return nil
 		}
 		old, err := load(tx, serial)
 		if err != nil {

@@ -16,15 +16,9 @@ func (s *Service) CancelRollout(ctx context.Context, txid, serial, session strin
 	done := false
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		done = false
-		var r challengeRecord
-		switch err := store.GetJSON(tx.Bucket(bucketChallenges), challengeKey(txid, serial), &r); {
-		case err == store.ErrNotFound:
-			return nil
-		case err != nil:
+		r, live, err := s.liveChallenge(tx, txid, serial)
+		if err != nil || !live || r.Session != session {
 			return err
-		}
-		if r.Session != session || !s.cfg.Now().Before(r.Expiration) {
-			return nil
 		}
 		t, err := load(tx, serial)
 		if err != nil || t == nil || t.RolloutState != StateClientWait {
