@@ -27,6 +27,24 @@ func CheckPIN(pin, minLen, maxLen, contents string) error {
 	return nil
 }
 
+// CheckPINRules is CheckPIN with the rules read through value, which
+// returns the value of an action of the caller's scope ("" when unset):
+// for each rule the <typ>_ variant wins over the general action.
+func CheckPINRules(typ, pin string, value func(action string) (string, error)) error {
+	var rules [3]string
+	for i, action := range []string{"otp_pin_minlength", "otp_pin_maxlength", "otp_pin_contents"} {
+		v, err := value(typ + "_" + action)
+		if err == nil && v == "" {
+			v, err = value(action)
+		}
+		if err != nil {
+			return err
+		}
+		rules[i] = v
+	}
+	return CheckPIN(pin, rules[0], rules[1], rules[2])
+}
+
 // PINContentsOK checks privacyIDEA's otp_pin_contents: c letters, n
 // digits, s special, o others; plain = all groups required, "+" = at
 // least one of the groups, "-" = none of the groups.

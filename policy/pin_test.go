@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/authsrv/authsrv/apierr"
@@ -40,5 +41,24 @@ func TestCheckPIN(t *testing.T) {
 				t.Fatalf("error %v, want a policy error %q", err, tc.msg)
 			}
 		})
+	}
+}
+
+func TestCheckPINRules(t *testing.T) {
+	rules := map[string]string{"otp_pin_minlength": "4", "hotp_otp_pin_minlength": "6", "otp_pin_contents": "n"}
+	value := func(action string) (string, error) { return rules[action], nil }
+	// the type's own rule wins over the general one; the others still hold
+	if err := policy.CheckPINRules("hotp", "12345", value); err == nil || !strings.Contains(err.Error(), "too short") {
+		t.Fatalf("hotp, 5 digits: %v", err)
+	}
+	if err := policy.CheckPINRules("totp", "12345", value); err != nil {
+		t.Fatalf("totp, 5 digits: %v", err)
+	}
+	if err := policy.CheckPINRules("totp", "abcde", value); err == nil || !strings.Contains(err.Error(), "required characters") {
+		t.Fatalf("totp, no digit: %v", err)
+	}
+	boom := errors.New("store down")
+	if err := policy.CheckPINRules("hotp", "123456", func(string) (string, error) { return "", boom }); !errors.Is(err, boom) {
+		t.Fatalf("a failing lookup: %v", err)
 	}
 }

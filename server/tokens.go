@@ -360,25 +360,9 @@ func getTokens(c *call) (answer, error) {
 // <type>_ variants) of the caller's scope to a new PIN.
 func (c *call) checkPINPolicy(typ, pin string, owner *user.User) error {
 	scope := c.callerScope()
-	get := func(action string) (string, error) {
-		if v, err := c.policyString(scope, typ+"_"+action, owner, nil); err != nil || v != "" {
-			return v, err
-		}
+	return policy.CheckPINRules(typ, pin, func(action string) (string, error) {
 		return c.policyString(scope, action, owner, nil)
-	}
-	minS, err := get("otp_pin_minlength")
-	if err != nil {
-		return err
-	}
-	maxS, err := get("otp_pin_maxlength")
-	if err != nil {
-		return err
-	}
-	contents, err := get("otp_pin_contents")
-	if err != nil {
-		return err
-	}
-	return policy.CheckPIN(pin, minS, maxS, contents)
+	})
 }
 
 // pageParams reads page (1-based, default 1) and pagesize (default 15).

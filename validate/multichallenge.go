@@ -156,25 +156,9 @@ func (q *req) pinResetAnswer(ctx context.Context, usable []*token.Token, chs []t
 // PIN the user chose: the user sets it, as in /token/setpin of the user
 // role.
 func (q *req) checkNewPIN(ctx context.Context, t *token.Token, pin string) error {
-	get := func(action string) (string, error) {
-		if v, err := q.value(ctx, policy.ScopeUser, t.Type+"_"+action); err != nil || v != "" {
-			return v, err
-		}
+	return policy.CheckPINRules(t.Type, pin, func(action string) (string, error) {
 		return q.value(ctx, policy.ScopeUser, action)
-	}
-	minLen, err := get("otp_pin_minlength")
-	if err != nil {
-		return err
-	}
-	maxLen, err := get("otp_pin_maxlength")
-	if err != nil {
-		return err
-	}
-	contents, err := get("otp_pin_contents")
-	if err != nil {
-		return err
-	}
-	return policy.CheckPIN(pin, minLen, maxLen, contents)
+	})
 }
 
 // nextPINChange is when the new PIN must be changed again: ENROLL
