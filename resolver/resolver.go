@@ -24,6 +24,30 @@ import (
 // []string for attributes configured as multi-valued.
 type Info map[string]any
 
+// Strings is the info with one string per attribute, as token types read
+// it (an e-mail address, a mobile number): the first value of a
+// multi-valued attribute; values of other kinds are left out.
+func (i Info) Strings() map[string]string {
+	out := make(map[string]string, len(i))
+	for k, v := range i {
+		switch x := v.(type) {
+		case string:
+			out[k] = x
+		case []string:
+			if len(x) > 0 {
+				out[k] = x[0]
+			}
+		case []any:
+			if len(x) > 0 {
+				if s, ok := x[0].(string); ok {
+					out[k] = s
+				}
+			}
+		}
+	}
+	return out
+}
+
 // The standard keys of Info (privacyIDEA's names).
 const (
 	KeyUsername    = "username"

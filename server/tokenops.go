@@ -155,23 +155,7 @@ func (c *call) ownerInfo(u *user.User) map[string]string {
 	if err != nil {
 		return out
 	}
-	for k, v := range info {
-		switch x := v.(type) {
-		case string:
-			out[k] = x
-		case []string:
-			if len(x) > 0 {
-				out[k] = x[0]
-			}
-		case []any:
-			if len(x) > 0 {
-				if s, ok := x[0].(string); ok {
-					out[k] = s
-				}
-			}
-		}
-	}
-	return out
+	return info.Strings()
 }
 
 // postTokenInit is POST /token/init.

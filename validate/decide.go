@@ -381,24 +381,11 @@ func (q *req) trigger(ctx context.Context, toks []*token.Token) (Response, error
 	// Only policies shape a challenge: the texts, the mail subject, the
 	// validity and the server to send through never come from the
 	// (anonymous) request.
-	opts := token.Params{}
-	for _, a := range challengeOptions {
-		if v, err := q.value(ctx, policy.ScopeAuthentication, a); err != nil {
-			return Response{}, err
-		} else if v != "" {
-			opts[a] = v
-		}
+	opts, err := q.challengeOpts(ctx)
+	if err != nil {
+		return Response{}, err
 	}
-	info := map[string]string{}
-	if q.in != nil && q.u.UID != "" {
-		if ui, err := q.in.User(ctx, q.u.UID); err == nil {
-			for k, v := range ui {
-				if s, ok := v.(string); ok {
-					info[k] = s
-				}
-			}
-		}
-	}
+	info := q.ownerInfo(ctx)
 	var multi []map[string]any
 	var messages, tids []string
 	var last map[string]any

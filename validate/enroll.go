@@ -308,17 +308,7 @@ func (q *req) ownerInfo(ctx context.Context) map[string]string {
 	if err != nil {
 		return info
 	}
-	for k, v := range ui {
-		switch x := v.(type) {
-		case string:
-			info[k] = x
-		case []string:
-			if len(x) > 0 {
-				info[k] = x[0]
-			}
-		}
-	}
-	return info
+	return ui.Strings()
 }
 
 // challengeOpts are the AUTH policy values handed to a token type that
