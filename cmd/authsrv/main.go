@@ -32,6 +32,7 @@ import (
 	"github.com/authsrv/authsrv/server"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/store/bolt"
+	"github.com/authsrv/authsrv/token"
 )
 
 func main() {
@@ -238,6 +239,8 @@ func (e *env) serve(args []string) error {
 	certFile := fs.String("tls-cert", "", "TLS certificate file (PEM); with -tls-key serves HTTPS")
 	keyFile := fs.String("tls-key", "", "TLS private key file (PEM)")
 	drain := fs.Duration("shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
+	autoResync := fs.Bool("auto-resync", false, "AutoResync: an HOTP, paper or TOTP token out of its window resynchronises when two consecutive values arrive within -auto-resync-timeout")
+	autoResyncTimeout := fs.Duration("auto-resync-timeout", 300*time.Second, "how long after the first value of an AutoResync the second may come")
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, "the Go collector's GOGC: how far the heap grows past the live data before a collection (-1: off); GOGC in the environment wins over this default")
 	if err := e.parse(fs, args); err != nil {
 		return err
@@ -260,7 +263,11 @@ func (e *env) serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := authsrv.New(c.options(log)...)
+	if *autoResyncTimeout <= 0 {
+		return fmt.Errorf("-auto-resync-timeout %s: want more than 0", *autoResyncTimeout)
+	}
+	opts := append(c.options(log), authsrv.WithTokenSettings(token.Settings{AutoResync: *autoResync, AutoResyncTimeout: *autoResyncTimeout}))
+	s, err := authsrv.New(opts...)
 	if err != nil {
 		return err
 	}
