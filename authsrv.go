@@ -79,6 +79,7 @@ type Server struct {
 	notify    *notify.Service
 	tokens    *token.Service
 	validator *validate.Validator
+	ops       *Ops
 
 	started   atomic.Bool
 	closeOnce sync.Once
@@ -107,6 +108,7 @@ func New(opts ...Option) (*Server, error) {
 		cfg.rand = rand.Reader
 	}
 	s := &Server{cfg: cfg, done: make(chan struct{})}
+	s.ops = &Ops{s: s}
 	if err := s.open(); err != nil {
 		if s.ownsStore && s.st != nil {
 			_ = s.st.Close()

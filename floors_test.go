@@ -40,6 +40,7 @@ var floors = map[string]float64{
 	"user":               2,
 	"admin":              2,
 	"apierr":             1,
+	"caller":             1,
 	"store":              1,
 	"store/bolt":         1.25,
 	"internal/secret":    1,

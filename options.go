@@ -54,6 +54,7 @@ type config struct {
 	auditMaxEntries uint64
 	retentionEvery  time.Duration
 	smsScriptDir    string
+	eventHandlers   []EventHandler
 }
 
 func defaults() config {
@@ -71,6 +72,18 @@ func defaults() config {
 		openTimeout:    DefaultOpenTimeout,
 		jwtLifetime:    DefaultJWTLifetime,
 		retentionEvery: time.Hour,
+	}
+}
+
+// WithEventHandler adds h to the handlers that run around every
+// operation (in the order added).
+func WithEventHandler(h EventHandler) Option {
+	return func(c *config) error {
+		if h == nil {
+			return errors.New("event handler: nil")
+		}
+		c.eventHandlers = append(c.eventHandlers, h)
+		return nil
 	}
 }
 

@@ -9,28 +9,6 @@ import (
 	"github.com/authsrv/authsrv/audit"
 )
 
-// splitAgent splits a User-Agent into its product name and version
-// ("PAM/1.1.0 x" -> "PAM", "1.1.0").
-func splitAgent(ua string) (string, string) {
-	first, _, _ := strings.Cut(strings.TrimSpace(ua), " ")
-	name, version, _ := strings.Cut(first, "/")
-	return name, version
-}
-
-// auditText keeps a value short and on one line.
-func auditText(s string, max int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	if len(s) > max {
-		s = s[:max]
-	}
-	return s
-}
-
 // audit writes the request's entry: the method and path, the caller, the
 // target user, realm, resolver and serial from the parameters (never a
 // password, PIN, OTP or token), the outcome and the deciding policies.
@@ -49,10 +27,10 @@ func (a *api) auditEntry(c *call, ans answer, err error) audit.Entry {
 	end := a.s.Now()
 	e.StartDate, e.Date = c.started.UTC(), end.UTC()
 	e.Duration = end.Sub(c.started).Seconds()
-	e.Action = c.r.Method + " " + auditText(c.r.URL.Path, 256)
+	e.Action = c.r.Method + " " + audit.Text(c.r.URL.Path, 256)
 	e.Client = clientIP(c.r).String()
-	name, version := splitAgent(c.r.UserAgent())
-	e.UserAgent, e.UserAgentVersion = auditText(name, 64), auditText(version, 64)
+	name, version := audit.SplitAgent(c.r.UserAgent())
+	e.UserAgent, e.UserAgentVersion = audit.Text(name, 64), audit.Text(version, 64)
 	e.Node = a.s.NodeName()
 	e.ThreadID = strconv.FormatInt(a.seq.Add(1), 10)
 	if c.who != nil {
@@ -69,7 +47,7 @@ func (a *api) auditEntry(c *call, ans answer, err error) audit.Entry {
 			}
 			for _, k := range keys {
 				if v, err := c.p.str(k); err == nil && v != "" {
-					*dst = auditText(v, 256)
+					*dst = audit.Text(v, 256)
 					return
 				}
 			}
@@ -90,7 +68,7 @@ func (a *api) auditEntry(c *call, ans answer, err error) audit.Entry {
 		e.Success = false
 		_, _, msg, _, internal := apierr.Wire(err)
 		if e.Info == "" && !internal {
-			e.Info = auditText(msg, 512)
+			e.Info = audit.Text(msg, 512)
 		}
 	case ans.auth:
 		e.Authentication = authentication(ans.value, ans.detail)

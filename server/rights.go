@@ -1,15 +1,15 @@
 package server
 
 import (
-	"fmt"
-	"maps"
+	"github.com/authsrv/authsrv"
+	"github.com/authsrv/authsrv/caller"
+	"github.com/rs/zerolog/hlog"
 	"net/netip"
 	"slices"
 	"strings"
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/policy"
-	"github.com/authsrv/authsrv/user"
 )
 
 func parseAddr(s string) (netip.Addr, error) {
@@ -31,90 +31,76 @@ func (c *call) optParam(keys ...string) *string {
 	return nil
 }
 
-// policyQuery is the policy query of the caller for action: admins are
-// matched by their name and realm against admin policies, with the
-// request's target user, realm and resolver; users against user policies
-// with themselves as the target.
-func (c *call) policyQuery(action string) policy.Query {
-	q := policy.Query{Action: action, Client: clientIP(c.r), UserAgent: c.r.UserAgent(), Data: c.conditionData}
-	if c.who.Role == roleUser {
-		q.Scope = policy.ScopeUser
-		q.User, q.Realm = policy.Str(c.who.Username), policy.Str(c.who.Realm)
-		return q
-	}
-	q.Scope = policy.ScopeAdmin
-	q.AdminUser, q.AdminRealm = policy.Str(c.who.Username), policy.Str(c.who.Realm)
-	q.Realm = c.optParam("realm")
-	q.Resolver = c.optParam("resolver", "resolvername")
-	if u := c.optParam("user"); u != nil {
-		login := *u
-		if q.Realm == nil {
-			if l, r := user.Split(login, c.isRealm, true); r != "" {
-				login, q.Realm = l, policy.Str(r)
-			}
-		}
-		q.User = &login
-	}
-	return q
-}
-
-// authorize is the one rights check every protected handler calls with its
-// action name: allowed when a matching admin (or user) policy grants the
-// action, or when the scope has no active policy at all.
-func (c *call) authorize(action string) error {
-	if c.who == nil {
-		return errMissingHeader
-	}
-	ok, names, err := c.a.s.Policies().Allowed(c.ctx, c.policyQuery(action))
-	if err != nil {
-		return err
-	}
-	c.policies = append(c.policies, names...)
-	if ok {
-		return nil
-	}
-	if c.who.Role == roleUser {
-		return apierr.New(apierr.Policy, fmt.Sprintf("User actions are defined, but the action %s is not allowed!", action))
-	}
-	return apierr.New(apierr.Policy, fmt.Sprintf("Admin actions are defined, but the action %s is not allowed!", action))
-}
-
-// conditionData is what policy conditions may read about this request,
-// built once and only when a policy with conditions is considered.
-func (c *call) conditionData() policy.ConditionData {
-	d := policy.ConditionData{
+// caller is the request's caller as the library sees it: the token's
+// identity (none: an anonymous caller of /validate), the client, the
+// request id, the audit action, and what policy conditions read.
+func (c *call) caller() caller.Caller {
+	who := caller.Caller{Role: caller.APIKey, Client: clientIP(c.r), UserAgent: c.r.UserAgent(),
+		Action:  c.r.Method + " " + c.r.URL.Path,
 		Headers: map[string][]string(c.r.Header.Clone()),
 		Environment: map[string]any{
 			"REMOTE_ADDR": clientIP(c.r).String(), "HTTP_USER_AGENT": c.r.UserAgent(),
 			"SERVER_NAME": c.r.Host, "REQUEST_METHOD": c.r.Method, "PATH_INFO": c.r.URL.Path,
 		},
-		RequestData: map[string]any{},
 	}
-	for _, k := range c.p.keys() {
-		if k == "pass" || k == "password" {
-			continue
+	if id, ok := hlog.IDFromRequest(c.r); ok {
+		who.RequestID = id.String()
+	}
+	if c.who != nil {
+		who.Name, who.Realm = c.who.Username, c.who.Realm
+		switch c.who.Role {
+		case roleAdmin:
+			who.Role = caller.Admin
+		case roleUser:
+			who.Role = caller.User
 		}
-		v, _ := c.p.raw(k)
-		d.RequestData[k] = v
 	}
-	if c.who == nil || (c.who.Role == roleAdmin && !c.p.has("user")) {
-		return d
+	if c.p != nil {
+		who.Data = map[string]any{}
+		for _, k := range c.p.keys() {
+			if k == "pass" || k == "password" {
+				continue
+			}
+			v, _ := c.p.raw(k)
+			who.Data[k] = v
+		}
 	}
-	u, in, err := c.targetUser()
-	if err != nil || in == nil {
-		return d
+	return who
+}
+
+// target is the request's target user, realm and resolver parameters.
+func (c *call) target() authsrv.Target {
+	str := func(keys ...string) string {
+		for _, k := range keys {
+			if v, err := c.p.str(k); err == nil && v != "" {
+				return v
+			}
+		}
+		return ""
 	}
-	info, err := in.User(c.ctx, u.UID)
-	if err != nil {
-		return d
+	return authsrv.Target{User: str("user"), Realm: str("realm"), Resolver: str("resolver", "resolvername")}
+}
+
+// policyQuery is the policy query of the caller for action (see
+// authsrv.Ops.Query).
+func (c *call) policyQuery(action string) policy.Query {
+	return c.a.s.Ops().Query(c.ctx, c.caller(), action, c.target())
+}
+
+// authorize is the one rights check every protected handler calls with its
+// action name (authsrv.Ops.Authorize).
+func (c *call) authorize(action string) error {
+	if c.who == nil {
+		return errMissingHeader
 	}
-	attrs, _ := c.a.s.UserAttributes().Get(c.ctx, u)
-	d.UserInfo = map[string]any{}
-	for k, v := range attrs {
-		d.UserInfo[k] = v
-	}
-	maps.Copy(d.UserInfo, map[string]any(info))
-	return d
+	names, err := c.a.s.Ops().Authorize(c.ctx, c.caller(), action, c.target())
+	c.policies = append(c.policies, names...)
+	return err
+}
+
+// conditionData is what policy conditions may read about this request.
+func (c *call) conditionData() policy.ConditionData {
+	return c.policyQuery("").Data()
 }
 
 // attributeRules are the merged custom-attribute rights of the caller.
@@ -198,29 +184,7 @@ func (r attributeRules) editable() map[string]any {
 	return map[string]any{"delete": nonNil(r.del), "set": set}
 }
 
-// realmFilter lists the realms an admin may see in GET /realm/ (nil: all):
-// the union of the realms of the admin policies matching the admin, unless
-// one of them has no realm or none matches.
+// realmFilter lists the realms an admin may see in GET /realm/ (nil: all).
 func (c *call) realmFilter() ([]string, error) {
-	if c.who.Role != roleAdmin {
-		return nil, nil
-	}
-	active, err := c.a.s.Policies().ActiveInScope(c.ctx, policy.ScopeAdmin)
-	if err != nil || !active {
-		return nil, err
-	}
-	ps, err := c.a.s.Policies().Match(c.ctx, policy.Query{Scope: policy.ScopeAdmin,
-		AdminUser: policy.Str(c.who.Username), AdminRealm: policy.Str(c.who.Realm),
-		Client: clientIP(c.r), UserAgent: c.r.UserAgent(), SkipConditions: true})
-	if err != nil || len(ps) == 0 {
-		return nil, err
-	}
-	var out []string
-	for _, p := range ps {
-		if len(p.Realm) == 0 {
-			return nil, nil
-		}
-		out = append(out, p.Realm...)
-	}
-	return out, nil
+	return c.a.s.Ops().RealmFilter(c.ctx, c.caller())
 }

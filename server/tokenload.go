@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/internal/tokenfile"
 )
 
@@ -75,7 +76,7 @@ func postTokenLoad(c *call) (answer, error) {
 	for _, f := range failed {
 		notImported = append(notImported, map[string]any{"serial": f.Serial, "reason": f.Reason})
 	}
-	c.entry.Info = auditText("imported "+strconv.Itoa(n)+" tokens", 256)
+	c.entry.Info = audit.Text("imported "+strconv.Itoa(n)+" tokens", 256)
 	return answer{value: map[string]any{"n_imported": n, "n_not_imported": len(notImported)},
 		detail: map[string]any{"not_imported": notImported}}, nil
 }

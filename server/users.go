@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"github.com/authsrv/authsrv"
 	"maps"
 	"slices"
 	"strings"
@@ -29,43 +30,20 @@ func (c *call) isRealm(name string) bool { return c.a.s.Realms().Exists(c.ctx, n
 // user role; else the "user" parameter (login or login@realm) with the
 // optional "realm" and "resolver".
 func (c *call) targetUser() (user.User, *resolver.Instance, error) {
-	var login, realmName, resolverName string
-	if c.who != nil && c.who.Role == roleUser {
-		login, realmName = c.who.Username, c.who.Realm
-	} else {
+	t := authsrv.Target{}
+	if c.who == nil || c.who.Role != roleUser {
 		var err error
-		if login, err = c.p.required("user"); err != nil {
+		if t.User, err = c.p.required("user"); err != nil {
 			return user.User{}, nil, err
 		}
-		if realmName, err = c.p.str("realm"); err != nil {
+		if t.Realm, err = c.p.str("realm"); err != nil {
 			return user.User{}, nil, err
 		}
-		if resolverName, err = c.p.str("resolver"); err != nil {
+		if t.Resolver, err = c.p.str("resolver"); err != nil {
 			return user.User{}, nil, err
 		}
-		if realmName == "" {
-			login, realmName = user.Split(login, c.isRealm, true)
-		}
 	}
-	if resolverName != "" {
-		if realmName == "" {
-			def, err := c.a.s.Realms().Default(c.ctx)
-			if err != nil {
-				return user.User{}, nil, err
-			}
-			realmName = def
-		}
-		u, in, err := c.a.s.Realms().ResolveIn(c.ctx, login, realmName, resolverName)
-		if errors.Is(err, resolver.ErrNotFound) {
-			return u, nil, unknownResolver(resolverName)
-		}
-		return u, in, err
-	}
-	u, in, err := c.a.s.Realms().Resolve(c.ctx, login, realmName)
-	if errors.Is(err, realm.ErrNotFound) {
-		return u, nil, realm.ErrNoUser
-	}
-	return u, in, err
+	return c.a.s.Ops().ResolveTarget(c.ctx, c.caller(), t)
 }
 
 // userJSON renders a listed user.

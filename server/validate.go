@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/token"
 	"github.com/authsrv/authsrv/validate"
@@ -58,7 +59,7 @@ func (c *call) validateAnswer(res validate.Response) answer {
 		c.entry.TokenType = t
 	}
 	if m, ok := res.Detail["message"].(string); ok {
-		c.entry.Info = auditText(m, 256)
+		c.entry.Info = audit.Text(m, 256)
 	}
 	return answer{value: res.Value, detail: res.Detail, auth: true}
 }
@@ -176,7 +177,7 @@ func validateTrigger(c *call) (answer, error) {
 	}
 	res, err := c.a.s.Validator().Trigger(c.ctx, r)
 	if apierr.Is(err, apierr.User) {
-		c.entry.Info = auditText(errTriggerNoUser.Error(), 256)
+		c.entry.Info = audit.Text(errTriggerNoUser.Error(), 256)
 		return c.errorWithOK(errTriggerNoUser), nil
 	}
 	if err != nil {

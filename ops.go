@@ -1,0 +1,193 @@
+package authsrv
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/audit"
+	"github.com/authsrv/authsrv/caller"
+	"github.com/authsrv/authsrv/store"
+)
+
+// Ops is the operation layer: every administrative operation of the HTTP
+// API as a Go call. Each takes the caller and, in this order, checks the
+// caller's rights (none for a trusted local caller), runs the pre event
+// handlers, makes its change with the audit entry in the same store
+// transaction, and then runs the post event handlers. A change that
+// exists has its audit entry, whatever became of the client that asked
+// for it.
+//
+// The subsystem accessors (Policies, Realms, Tokens, ...) stay available
+// for reads and for tools that manage the store directly; their writes are
+// not audited.
+type Ops struct {
+	s   *Server
+	seq atomic.Int64
+}
+
+// Ops returns the operation layer.
+func (s *Server) Ops() *Ops { return s.ops }
+
+// Event is what an EventHandler sees of one operation: its name (the
+// privacyIDEA event name, e.g. "set_policy" or "token_init"), the caller,
+// and after the operation its audit entry and error.
+type Event struct {
+	Name   string
+	Caller caller.Caller
+	Entry  audit.Entry
+	Err    error
+}
+
+// EventHandler runs around every operation. Pre runs after the rights
+// check and before the change; an error from Pre aborts the operation
+// (it is audited as a failure). Post runs after the change committed (or
+// failed); it cannot undo it.
+type EventHandler interface {
+	Pre(ctx context.Context, ev Event) error
+	Post(ctx context.Context, ev Event)
+}
+
+// opSpec describes one operation for run.
+type opSpec struct {
+	// event is the operation's event name.
+	event string
+	// action is the audit's action column when the caller gives none
+	// ("POST /policy/p1").
+	action string
+	// right is the admin or user right the caller needs ("" for none).
+	right string
+	// target is what the right is checked against.
+	target Target
+}
+
+// opRun is one operation in flight: the audit entry it fills in and the
+// policies that decided.
+type opRun struct {
+	o       *Ops
+	who     caller.Caller
+	started time.Time
+	// Entry is completed by the operation (serial, token type, user,
+	// info, ...); run fills in the caller's columns.
+	Entry    audit.Entry
+	policies []string
+	// written is set by Audit when the entry went into the change's
+	// transaction.
+	written bool
+}
+
+// note adds the names of policies that decided.
+func (r *opRun) note(names ...string) { r.policies = append(r.policies, names...) }
+
+// entry is the audit entry as it stands, with success.
+func (r *opRun) entry(success bool, err error) audit.Entry {
+	e := r.Entry
+	s := r.o.s
+	end := s.cfg.now()
+	e.StartDate, e.Date = r.started.UTC(), end.UTC()
+	e.Duration = end.Sub(r.started).Seconds()
+	e.Node = s.cfg.nodeName
+	e.ThreadID = strconv.FormatInt(r.o.seq.Add(1), 10)
+	if r.who.Client.IsValid() {
+		e.Client = r.who.Client.String()
+	}
+	name, version := audit.SplitAgent(r.who.UserAgent)
+	e.UserAgent, e.UserAgentVersion = audit.Text(name, 64), audit.Text(version, 64)
+	switch r.who.Role {
+	case caller.Admin:
+		e.Administrator = r.who.Name
+	case caller.User:
+		if e.User == "" {
+			e.User, e.Realm = r.who.Name, r.who.Realm
+			if e.Resolver == "" {
+				e.Resolver = r.who.Resolver
+			}
+		}
+	}
+	if len(r.policies) > 0 {
+		ps := slices.Clone(r.policies)
+		slices.Sort(ps)
+		e.Policies = strings.Join(slices.Compact(ps), ",")
+	}
+	e.Success = success
+	if err != nil {
+		if _, _, msg, _, internal := apierr.Wire(err); !internal && e.Info == "" {
+			e.Info = audit.Text(msg, 512)
+		}
+	}
+	return e
+}
+
+// Audit writes the operation's entry (a success) in tx: the store hook
+// that every operation hands to the write that makes its change. It may
+// run more than once (a retried transaction); only the committed run
+// counts.
+func (r *opRun) Audit(tx store.Tx) error {
+	r.written = false
+	if _, err := r.o.s.audit.WriteTx(tx, r.entry(true, nil)); err != nil {
+		return err
+	}
+	r.written = true
+	return nil
+}
+
+// run executes one operation. fn makes the change and hands r.Audit to the
+// store write that commits it; when fn returns without having written the
+// entry in its transaction (an error, or nothing to change), run writes it
+// afterwards, with a context the client's departure does not cancel.
+func (o *Ops) run(ctx context.Context, who caller.Caller, spec opSpec, fn func(ctx context.Context, r *opRun) error) error {
+	r := &opRun{o: o, who: who, started: o.s.cfg.now()}
+	r.Entry.Action = who.Action
+	if r.Entry.Action == "" {
+		r.Entry.Action = spec.action
+	}
+	r.Entry.Action = audit.Text(r.Entry.Action, 256)
+	r.Entry.User, r.Entry.Realm, r.Entry.Resolver = spec.target.User, spec.target.Realm, spec.target.Resolver
+	err := o.pre(ctx, r, spec)
+	if err == nil {
+		err = fn(ctx, r)
+	}
+	if err != nil {
+		r.written = false
+	}
+	if !r.written {
+		if _, werr := o.s.audit.Write(context.WithoutCancel(ctx), r.entry(err == nil, err)); werr != nil && err == nil {
+			o.s.cfg.log.Error().Err(werr).Str("component", "audit").Str("request_id", who.RequestID).Msg("audit write failed")
+			err = apierr.New(apierr.Server, "Internal server error.")
+		}
+	}
+	o.post(ctx, r, spec, err)
+	return err
+}
+
+// pre checks the caller's right and runs the pre event handlers.
+func (o *Ops) pre(ctx context.Context, r *opRun, spec opSpec) error {
+	if spec.right != "" {
+		names, err := o.Authorize(ctx, r.who, spec.right, spec.target)
+		r.note(names...)
+		if err != nil {
+			return err
+		}
+	}
+	for _, h := range o.s.cfg.eventHandlers {
+		if err := h.Pre(ctx, Event{Name: spec.event, Caller: r.who, Entry: r.Entry}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// post runs the post event handlers.
+func (o *Ops) post(ctx context.Context, r *opRun, spec opSpec, err error) {
+	if len(o.s.cfg.eventHandlers) == 0 {
+		return
+	}
+	ev := Event{Name: spec.event, Caller: r.who, Entry: r.entry(err == nil, err), Err: err}
+	for _, h := range o.s.cfg.eventHandlers {
+		h.Post(context.WithoutCancel(ctx), ev)
+	}
+}
