@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -17,10 +16,6 @@ import (
 
 // listParams are the GET /user/ parameters that are not search keys.
 var listParams = []string{"realm", "resolver", "user", "username", "attributes", "include_custom_attributes"}
-
-func unknownResolver(name string) error {
-	return apierr.New(apierr.User, fmt.Sprintf("The resolver '%s' does not exist!", name))
-}
 
 // isRealm is the realm test user.Split needs.
 func (c *call) isRealm(name string) bool { return c.a.s.Realms().Exists(c.ctx, name) }
