@@ -114,8 +114,9 @@ func normalizeRadius(d *RadiusServer) error {
 
 // SetRadius creates or replaces the RADIUS server def.Identifier (spaces
 // in it become "_"). A Secret equal to [Censored] keeps the stored one; a
-// new definition needs a real secret.
-func (s *Service) SetRadius(ctx context.Context, def RadiusServer) error {
+// new definition needs a real secret. Each of also runs in the same
+// transaction after the write.
+func (s *Service) SetRadius(ctx context.Context, def RadiusServer, also ...func(store.Tx) error) error {
 	if err := normalizeRadius(&def); err != nil {
 		return err
 	}
@@ -147,7 +148,10 @@ func (s *Service) SetRadius(ctx context.Context, def RadiusServer) error {
 			return err
 		}
 		rec.Schema, rec.Rev = schema, rev
-		return store.PutJSON(b, []byte(id), rec)
+		if err := store.PutJSON(b, []byte(id), rec); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 	if err != nil {
 		return fmt.Errorf("radius server %s: %w", id, err)
@@ -169,9 +173,10 @@ func (s *Service) RadiusServers(ctx context.Context) ([]RadiusServer, error) {
 	return listDefs(ctx, s.st, radiusBucket, radiusRecord.def, func(d RadiusServer) string { return d.Identifier })
 }
 
-// DeleteRadius removes the RADIUS server id.
-func (s *Service) DeleteRadius(ctx context.Context, id string) error {
-	return deleteDef(ctx, s.st, radiusBucket, id, ErrRadiusNotFound)
+// DeleteRadius removes the RADIUS server id; also runs in the change's
+// transaction.
+func (s *Service) DeleteRadius(ctx context.Context, id string, also ...func(store.Tx) error) error {
+	return deleteDef(ctx, s.st, radiusBucket, id, ErrRadiusNotFound, also)
 }
 
 // RadiusAuth sends one Access-Request for user and password (and the State

@@ -211,7 +211,7 @@ func listDefs[R any, D any](ctx context.Context, st store.Store, bucket string, 
 }
 
 // deleteDef removes the record id of bucket, or answers notFound.
-func deleteDef(ctx context.Context, st store.Store, bucket, id string, notFound error) error {
+func deleteDef(ctx context.Context, st store.Store, bucket, id string, notFound error, also []func(store.Tx) error) error {
 	return st.Update(ctx, func(tx store.Tx) error {
 		b := tx.Bucket(bucket)
 		if b.Get([]byte(id)) == nil {
@@ -220,7 +220,10 @@ func deleteDef(ctx context.Context, st store.Store, bucket, id string, notFound 
 		if _, err := store.BumpConfigRevision(tx); err != nil {
 			return err
 		}
-		return b.Delete([]byte(id))
+		if err := b.Delete([]byte(id)); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 }
 
@@ -238,6 +241,17 @@ func hostPort(server *string, port *int, def int) error {
 	}
 	if *port < 1 || *port > 65535 {
 		return paramErr("The port must be between 1 and 65535.")
+	}
+	return nil
+}
+
+// runAlso runs the hooks a write was given inside its transaction, after
+// the write itself.
+func runAlso(tx store.Tx, also []func(store.Tx) error) error {
+	for _, f := range also {
+		if err := f(tx); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -90,8 +90,9 @@ func validHeaderName(k string) bool {
 
 // SetGateway creates or replaces the SMS gateway g.Name and returns its
 // id. The option and header sets replace the stored ones (absent keys are
-// deleted); a value equal to [Censored] keeps the stored value.
-func (s *Service) SetGateway(ctx context.Context, g Gateway) (int, error) {
+// deleted); a value equal to [Censored] keeps the stored value. Each of
+// also runs in the same transaction after the write.
+func (s *Service) SetGateway(ctx context.Context, g Gateway, also ...func(store.Tx) error) (int, error) {
 	if err := validIdentifier("SMS gateway", g.Name); err != nil {
 		return 0, err
 	}
@@ -210,7 +211,10 @@ func (s *Service) SetGateway(ctx context.Context, g Gateway) (int, error) {
 			return err
 		}
 		rec.Schema, rec.Rev, id = schema, rev, rec.ID
-		return store.PutJSON(b, []byte(g.Name), rec)
+		if err := store.PutJSON(b, []byte(g.Name), rec); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sms gateway %s: %w", g.Name, err)
@@ -276,8 +280,9 @@ func (s *Service) Gateways(ctx context.Context, id int) ([]Gateway, error) {
 	return out, nil
 }
 
-// DeleteGateway removes the gateway name and returns its id.
-func (s *Service) DeleteGateway(ctx context.Context, name string) (int, error) {
+// DeleteGateway removes the gateway name and returns its id; also runs in
+// the change's transaction.
+func (s *Service) DeleteGateway(ctx context.Context, name string, also ...func(store.Tx) error) (int, error) {
 	var id int
 	err := s.st.Update(ctx, func(tx store.Tx) error {
 		b := tx.Bucket(smsBucket)
@@ -291,7 +296,10 @@ func (s *Service) DeleteGateway(ctx context.Context, name string) (int, error) {
 			return err
 		}
 		id = rec.ID
-		return b.Delete([]byte(name))
+		if err := b.Delete([]byte(name)); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 	return id, err
 }
@@ -302,8 +310,9 @@ var ErrOptionNotFound = apierr.New(apierr.ResourceNotFound, "The requested SMSGa
 
 // DeleteGatewayOption removes one option of gateway gwid, or one header
 // when key is "header.<name>". privacyIDEA returns the option's row id;
-// options have no ids of their own here, so it returns gwid.
-func (s *Service) DeleteGatewayOption(ctx context.Context, gwid int, key string) (int, error) {
+// options have no ids of their own here, so it returns gwid. Each of also
+// runs in the change's transaction.
+func (s *Service) DeleteGatewayOption(ctx context.Context, gwid int, key string, also ...func(store.Tx) error) (int, error) {
 	err := s.st.Update(ctx, func(tx store.Tx) error {
 		b := tx.Bucket(smsBucket)
 		var rec gatewayRecord
@@ -338,7 +347,10 @@ func (s *Service) DeleteGatewayOption(ctx context.Context, gwid int, key string)
 			return err
 		}
 		rec.Schema, rec.Rev = schema, rev
-		return store.PutJSON(b, []byte(rec.Name), rec)
+		if err := store.PutJSON(b, []byte(rec.Name), rec); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 	if err != nil {
 		return 0, err

@@ -139,8 +139,9 @@ func checkAddress(what, addr string) error {
 
 // SetSMTP creates or replaces the SMTP server def.Identifier. Password and
 // PrivateKeyPassword equal to [Censored] keep the stored values; "" clears
-// them.
-func (s *Service) SetSMTP(ctx context.Context, def SMTPServer) error {
+// them. Each of also runs in the same transaction after the write (the
+// caller's audit entry commits with the change).
+func (s *Service) SetSMTP(ctx context.Context, def SMTPServer, also ...func(store.Tx) error) error {
 	if err := normalizeSMTP(&def); err != nil {
 		return err
 	}
@@ -172,7 +173,10 @@ func (s *Service) SetSMTP(ctx context.Context, def SMTPServer) error {
 			return err
 		}
 		rec.Schema, rec.Rev = schema, rev
-		return store.PutJSON(b, []byte(id), rec)
+		if err := store.PutJSON(b, []byte(id), rec); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 	if err != nil {
 		return fmt.Errorf("smtp server %s: %w", id, err)
@@ -223,9 +227,10 @@ func (s *Service) SMTPServers(ctx context.Context) ([]SMTPServer, error) {
 	return listDefs(ctx, s.st, smtpBucket, smtpRecord.def, func(d SMTPServer) string { return d.Identifier })
 }
 
-// DeleteSMTP removes the SMTP server id.
-func (s *Service) DeleteSMTP(ctx context.Context, id string) error {
-	return deleteDef(ctx, s.st, smtpBucket, id, ErrSMTPNotFound)
+// DeleteSMTP removes the SMTP server id; also runs in the change's
+// transaction.
+func (s *Service) DeleteSMTP(ctx context.Context, id string, also ...func(store.Tx) error) error {
+	return deleteDef(ctx, s.st, smtpBucket, id, ErrSMTPNotFound, also)
 }
 
 // smtpRecordOf reads a record; ErrSMTPNotFound when missing.

@@ -218,16 +218,19 @@ func isPattern(s string) bool {
 }
 
 // Set creates or replaces the policy p.Name after validating it, and
-// returns its id.
-func (s *Service) Set(ctx context.Context, p Policy) (int, error) {
+// returns its id. Each of also runs in the same transaction after the
+// write (the caller's audit entry commits with the change).
+func (s *Service) Set(ctx context.Context, p Policy, also ...func(store.Tx) error) (int, error) {
 	if err := s.Validate(ctx, &p); err != nil {
 		return 0, err
 	}
 	var id int
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		var err error
-		id, err = put(tx, p)
-		return err
+		if id, err = put(tx, p); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 	return id, err
 }
@@ -256,8 +259,9 @@ func put(tx store.Tx, p Policy) (int, error) {
 }
 
 // Import validates all policies, then stores them in one transaction
-// (existing ones of the same name are replaced): all or nothing.
-func (s *Service) Import(ctx context.Context, ps []Policy) (int, error) {
+// (existing ones of the same name are replaced): all or nothing. Each of
+// also runs in that transaction after the writes.
+func (s *Service) Import(ctx context.Context, ps []Policy, also ...func(store.Tx) error) (int, error) {
 	for i := range ps {
 		if ps[i].Priority == 0 {
 			ps[i].Priority = 1
@@ -272,7 +276,7 @@ func (s *Service) Import(ctx context.Context, ps []Policy) (int, error) {
 				return err
 			}
 		}
-		return nil
+		return runAlso(tx, also)
 	})
 	if err != nil {
 		return 0, err
@@ -340,7 +344,7 @@ func realmFilter(realms []string, want string) bool {
 }
 
 // setActive enables or disables a policy and returns its id.
-func (s *Service) setActive(ctx context.Context, name string, active bool) (int, error) {
+func (s *Service) setActive(ctx context.Context, name string, active bool, also []func(store.Tx) error) (int, error) {
 	id := 0
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		b := tx.Bucket(bucket)
@@ -354,24 +358,29 @@ func (s *Service) setActive(ctx context.Context, name string, active bool) (int,
 		if err := store.PutJSON(b, []byte(name), rec); err != nil {
 			return err
 		}
-		_, err := store.BumpConfigRevision(tx)
-		return err
+		if _, err := store.BumpConfigRevision(tx); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 	return id, err
 }
 
-// Enable activates a policy and returns its id.
-func (s *Service) Enable(ctx context.Context, name string) (int, error) {
-	return s.setActive(ctx, name, true)
+// Enable activates a policy and returns its id; also runs in the change's
+// transaction.
+func (s *Service) Enable(ctx context.Context, name string, also ...func(store.Tx) error) (int, error) {
+	return s.setActive(ctx, name, true, also)
 }
 
-// Disable deactivates a policy and returns its id.
-func (s *Service) Disable(ctx context.Context, name string) (int, error) {
-	return s.setActive(ctx, name, false)
+// Disable deactivates a policy and returns its id; also runs in the
+// change's transaction.
+func (s *Service) Disable(ctx context.Context, name string, also ...func(store.Tx) error) (int, error) {
+	return s.setActive(ctx, name, false, also)
 }
 
-// Delete removes a policy and returns its id.
-func (s *Service) Delete(ctx context.Context, name string) (int, error) {
+// Delete removes a policy and returns its id; also runs in the change's
+// transaction.
+func (s *Service) Delete(ctx context.Context, name string, also ...func(store.Tx) error) (int, error) {
 	id := 0
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		b := tx.Bucket(bucket)
@@ -385,14 +394,17 @@ func (s *Service) Delete(ctx context.Context, name string) (int, error) {
 		if err := b.Delete([]byte(name)); err != nil {
 			return err
 		}
-		_, err := store.BumpConfigRevision(tx)
-		return err
+		if _, err := store.BumpConfigRevision(tx); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 	return id, err
 }
 
-// Rename gives a policy a new name and returns its id.
-func (s *Service) Rename(ctx context.Context, old, name string) (int, error) {
+// Rename gives a policy a new name and returns its id; also runs in the
+// change's transaction.
+func (s *Service) Rename(ctx context.Context, old, name string, also ...func(store.Tx) error) (int, error) {
 	probe := Policy{Name: name}
 	if err := s.validateName(probe.Name); err != nil {
 		return 0, err
@@ -416,8 +428,10 @@ func (s *Service) Rename(ctx context.Context, old, name string) (int, error) {
 		if err := store.PutJSON(b, []byte(name), rec); err != nil {
 			return err
 		}
-		_, err := store.BumpConfigRevision(tx)
-		return err
+		if _, err := store.BumpConfigRevision(tx); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 	return id, err
 }
@@ -441,4 +455,15 @@ func ParsePriority(s string) (int, error) {
 		return 0, perr("Priority must be an integer")
 	}
 	return n, nil
+}
+
+// runAlso runs the hooks a write was given inside its transaction, after
+// the write itself.
+func runAlso(tx store.Tx, also []func(store.Tx) error) error {
+	for _, f := range also {
+		if err := f(tx); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -158,7 +158,7 @@ func all(tx store.Tx) ([]Realm, error) {
 
 // set replaces the entries of one node ("" for the node-less entries) and
 // creates the realm when needed. Unknown resolvers are reported as failed.
-func (s *Service) set(ctx context.Context, name, node string, entries []Entry) (added, failed []string, err error) {
+func (s *Service) set(ctx context.Context, name, node string, entries []Entry, also []func(store.Tx) error) (added, failed []string, err error) {
 	name = Normalize(name)
 	if !validName(name) {
 		return nil, nil, ErrBadName
@@ -205,20 +205,24 @@ func (s *Service) set(ctx context.Context, name, node string, entries []Entry) (
 				}
 			}
 		}
-		_, err = store.BumpConfigRevision(tx)
-		return err
+		if _, err = store.BumpConfigRevision(tx); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 	return added, failed, err
 }
 
 // Set creates or reconfigures a realm with its node-less resolver entries;
-// node-bound entries stay.
-func (s *Service) Set(ctx context.Context, name string, entries []Entry) (added, failed []string, err error) {
-	return s.set(ctx, name, "", entries)
+// node-bound entries stay. Each of also runs in the same transaction after
+// the write (the caller's audit entry commits with the change).
+func (s *Service) Set(ctx context.Context, name string, entries []Entry, also ...func(store.Tx) error) (added, failed []string, err error) {
+	return s.set(ctx, name, "", entries, also)
 }
 
-// SetNode replaces the entries bound to node.
-func (s *Service) SetNode(ctx context.Context, name, node string, entries []Entry) (added, failed []string, err error) {
+// SetNode replaces the entries bound to node; also runs in the change's
+// transaction.
+func (s *Service) SetNode(ctx context.Context, name, node string, entries []Entry, also ...func(store.Tx) error) (added, failed []string, err error) {
 	if node == "" {
 		return nil, nil, ErrUnknownNode
 	}
@@ -231,7 +235,7 @@ func (s *Service) SetNode(ctx context.Context, name, node string, entries []Entr
 			return nil, nil, ErrUnknownNode
 		}
 	}
-	return s.set(ctx, name, node, entries)
+	return s.set(ctx, name, node, entries, also)
 }
 
 // Get returns a realm and whether it is the default.
@@ -293,8 +297,9 @@ func (s *Service) Default(ctx context.Context) (string, error) {
 	return def, err
 }
 
-// SetDefault makes a realm the default and returns its id.
-func (s *Service) SetDefault(ctx context.Context, name string) (int, error) {
+// SetDefault makes a realm the default and returns its id; also runs in
+// the change's transaction.
+func (s *Service) SetDefault(ctx context.Context, name string, also ...func(store.Tx) error) (int, error) {
 	name = Normalize(name)
 	id := 0
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
@@ -309,21 +314,24 @@ func (s *Service) SetDefault(ctx context.Context, name string) (int, error) {
 		if err := tx.Bucket(bucket).Put(defaultKey, []byte(name)); err != nil {
 			return err
 		}
-		_, err = store.BumpConfigRevision(tx)
-		return err
+		if _, err = store.BumpConfigRevision(tx); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 	return id, err
 }
 
 // ClearDefault removes the default flag and returns the former default's
-// id, or 0 when there was none.
-func (s *Service) ClearDefault(ctx context.Context) (int, error) {
+// id, or 0 when there was none. Each of also runs in the transaction,
+// whether or not there was a default to clear.
+func (s *Service) ClearDefault(ctx context.Context, also ...func(store.Tx) error) (int, error) {
 	id := 0
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		id = 0
 		def := defaultName(tx)
 		if def == "" {
-			return nil
+			return runAlso(tx, also)
 		}
 		if r, found, err := get(tx, def); err != nil {
 			return err
@@ -333,8 +341,10 @@ func (s *Service) ClearDefault(ctx context.Context) (int, error) {
 		if err := tx.Bucket(bucket).Delete(defaultKey); err != nil {
 			return err
 		}
-		_, err := store.BumpConfigRevision(tx)
-		return err
+		if _, err := store.BumpConfigRevision(tx); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 	return id, err
 }
@@ -342,8 +352,9 @@ func (s *Service) ClearDefault(ctx context.Context) (int, error) {
 // Delete removes a realm and returns its id. It refuses while users of the
 // realm hold tokens, and while custom attributes exist for its users unless
 // deleteAttrs is set (then they go too). Deleting the default realm with
-// one realm left makes that realm the default.
-func (s *Service) Delete(ctx context.Context, name string, deleteAttrs bool) (int, error) {
+// one realm left makes that realm the default. Each of also runs in the
+// change's transaction.
+func (s *Service) Delete(ctx context.Context, name string, deleteAttrs bool, also ...func(store.Tx) error) (int, error) {
 	name = Normalize(name)
 	id := 0
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
@@ -396,8 +407,10 @@ func (s *Service) Delete(ctx context.Context, name string, deleteAttrs bool) (in
 			}
 		}
 		id = r.ID
-		_, err = store.BumpConfigRevision(tx)
-		return err
+		if _, err = store.BumpConfigRevision(tx); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 	return id, err
 }
@@ -445,4 +458,15 @@ func (s *Service) Ordered(r Realm) []Entry {
 		seen[k] = true
 		return dup
 	})
+}
+
+// runAlso runs the hooks a write was given inside its transaction, after
+// the write itself.
+func runAlso(tx store.Tx, also []func(store.Tx) error) error {
+	for _, f := range also {
+		if err := f(tx); err != nil {
+			return err
+		}
+	}
+	return nil
 }

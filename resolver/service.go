@@ -144,8 +144,9 @@ func (s *Service) typeOf(name string) (Type, error) {
 // on create, unchangeable later), "type.<Key>" and "desc.<Key>" to set a
 // parameter's type and description, and the parameters themselves. On an
 // update, parameters not sent stay; an empty value deletes a parameter; the
-// value Censored keeps a stored secret. It returns the resolver's id.
-func (s *Service) Save(ctx context.Context, name string, params map[string]string) (int, error) {
+// value Censored keeps a stored secret. It returns the resolver's id. Each
+// of also runs in the same transaction after the write.
+func (s *Service) Save(ctx context.Context, name string, params map[string]string, also ...func(store.Tx) error) (int, error) {
 	if !ValidName(name) {
 		return 0, ErrBadName
 	}
@@ -282,7 +283,10 @@ func (s *Service) Save(ctx context.Context, name string, params map[string]strin
 			return err
 		}
 		rec.Rev, rec.Schema, id = rev, schema, rec.ID
-		return store.PutJSON(b, key(name), rec)
+		if err := store.PutJSON(b, key(name), rec); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 	if err != nil {
 		return 0, err
@@ -292,15 +296,16 @@ func (s *Service) Save(ctx context.Context, name string, params map[string]strin
 }
 
 // Delete removes a resolver that no realm contains. It returns the
-// resolver's id, or -1 when it did not exist.
-func (s *Service) Delete(ctx context.Context, name string) (int, error) {
+// resolver's id, or -1 when it did not exist. Each of also runs in the
+// transaction, whether or not there was a resolver to delete.
+func (s *Service) Delete(ctx context.Context, name string, also ...func(store.Tx) error) (int, error) {
 	id := -1
 	err := s.st.Update(ctx, func(tx store.Tx) error {
 		id = -1
 		b := tx.Bucket(bucket)
 		var rec record
 		if err := store.GetJSON(b, key(name), &rec); errors.Is(err, store.ErrNotFound) {
-			return nil
+			return runAlso(tx, also)
 		} else if err != nil {
 			return err
 		}
@@ -317,7 +322,10 @@ func (s *Service) Delete(ctx context.Context, name string) (int, error) {
 			return err
 		}
 		id = rec.ID
-		return b.Delete(key(name))
+		if err := b.Delete(key(name)); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 	if err == nil {
 		s.drop(name)
@@ -460,4 +468,15 @@ func (s *Service) Test(ctx context.Context, params map[string]string, stored str
 	}
 	v, desc := tester.Test(ctx)
 	return v, desc, nil
+}
+
+// runAlso runs the hooks a write was given inside its transaction, after
+// the write itself.
+func runAlso(tx store.Tx, also []func(store.Tx) error) error {
+	for _, f := range also {
+		if err := f(tx); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -63,21 +63,28 @@ func (c *call) smtpParams(id string) (notify.SMTPServer, error) {
 func postSMTPServer(c *call) (answer, error) {
 	id, err := c.p.required("smtpid")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("smtpserver_write", err)
 	}
 	if id == "send_test_email" {
 		return sendTestEmail(c)
 	}
 	d, err := c.smtpParams(id)
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("smtpserver_write", err)
 	}
-	return answer{value: true}, c.a.s.Notify().SetSMTP(c.ctx, d)
+	err = c.a.s.Ops().SetSMTPServer(c.ctx, c.caller(), d)
+	c.ran()
+	return answer{value: true}, err
 }
 
 // sendTestEmail sends the test mail with an inline definition: value true,
 // or false with the reason in detail.message.
 func sendTestEmail(c *call) (answer, error) {
+	// A test mail changes nothing: the right is checked here, and the
+	// request audited by the HTTP wrapper.
+	if err := c.authorize("smtpserver_write"); err != nil {
+		return answer{}, err
+	}
 	// The path segment is "smtpid"; the definition names itself in the
 	// body's "identifier".
 	id, err := c.p.required("identifier")
@@ -123,9 +130,11 @@ func getSMTPServers(c *call) (answer, error) {
 func deleteSMTPServer(c *call) (answer, error) {
 	id, err := c.p.required("smtpid")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("smtpserver_write", err)
 	}
-	return answer{value: true}, c.a.s.Notify().DeleteSMTP(c.ctx, id)
+	err = c.a.s.Ops().DeleteSMTPServer(c.ctx, c.caller(), id)
+	c.ran()
+	return answer{value: true}, err
 }
 
 // --- SMS gateways ---
@@ -148,22 +157,35 @@ func nonNilMap(m map[string]string) map[string]string {
 // postSMSGateway is POST /smsgateway: creates or replaces a definition and
 // returns its id.
 func postSMSGateway(c *call) (answer, error) {
+	g, err := c.gatewayParams()
+	if err != nil {
+		return answer{}, c.refused("smsgateway_write", err)
+	}
+	id, err := c.a.s.Ops().SetSMSGateway(c.ctx, c.caller(), g)
+	c.ran()
+	return answer{value: id}, err
+}
+
+// gatewayParams reads an SMS gateway definition: name, module,
+// description, option.<K> (or options.<K>), header.<K>,
+// secret.option.<K> and secret.header.<K>.
+func (c *call) gatewayParams() (notify.Gateway, error) {
 	var g notify.Gateway
 	var err error
 	if g.Name, err = c.p.required("name"); err != nil {
-		return answer{}, err
+		return g, err
 	}
 	if g.Module, err = c.p.required("module"); err != nil {
-		return answer{}, err
+		return g, err
 	}
 	if g.Description, err = c.p.str("description"); err != nil {
-		return answer{}, err
+		return g, err
 	}
 	g.Options, g.Headers = map[string]string{}, map[string]string{}
 	for _, k := range c.p.keys() {
 		v, err := c.p.str(k)
 		if err != nil {
-			return answer{}, err
+			return g, err
 		}
 		switch {
 		case strings.HasPrefix(k, "secret.option."):
@@ -180,8 +202,7 @@ func postSMSGateway(c *call) (answer, error) {
 			g.Headers[k[len("header."):]] = v
 		}
 	}
-	id, err := c.a.s.Notify().SetGateway(c.ctx, g)
-	return answer{value: id}, err
+	return g, nil
 }
 
 // getSMSGateways serves GET /smsgateway/, /smsgateway/{gwid} and
@@ -219,15 +240,17 @@ func deleteSMSGateway(c *call) (answer, error) {
 		key, _ := c.p.str("key")
 		n, err := strconv.Atoi(gw)
 		if err != nil || n <= 0 {
-			return answer{}, apierr.New(apierr.Parameter, "The gateway id must be a positive integer.")
+			return answer{}, c.refused("smsgateway_write", apierr.New(apierr.Parameter, "The gateway id must be a positive integer."))
 		}
-		id, err := c.a.s.Notify().DeleteGatewayOption(c.ctx, n, key)
+		id, err := c.a.s.Ops().DeleteSMSGatewayOption(c.ctx, c.caller(), n, key)
+		c.ran()
 		return answer{value: id}, err
 	}
 	if c.p.has("gwid") {
-		return answer{}, apierr.New(apierr.ResourceNotFound, "The requested URL was not found on the server.")
+		return answer{}, c.refused("smsgateway_write", apierr.New(apierr.ResourceNotFound, "The requested URL was not found on the server."))
 	}
-	id, err := c.a.s.Notify().DeleteGateway(c.ctx, first)
+	id, err := c.a.s.Ops().DeleteSMSGateway(c.ctx, c.caller(), first)
+	c.ran()
 	return answer{value: id}, err
 }
 
@@ -238,6 +261,8 @@ func radiusJSON(d notify.RadiusServer) map[string]any {
 		"identifier": d.Identifier, "server": d.Server, "port": d.Port, "secret": d.Secret,
 		"retries": d.Retries, "timeout": d.Timeout, "dictionary": d.Dictionary, "description": d.Description,
 	}
+	// privacyIDEA sends null for a server without options.
+	m["options"] = nil
 	if d.Options != nil {
 		m["options"] = d.Options
 	}
@@ -249,43 +274,60 @@ func radiusJSON(d notify.RadiusServer) map[string]any {
 func postRadiusServer(c *call) (answer, error) {
 	id, err := c.p.required("radiusid")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("radiusserver_write", err)
 	}
 	if id == "test_request" {
 		return radiusTest(c)
 	}
+	d, err := c.radiusParams(id)
+	if err != nil {
+		return answer{}, c.refused("radiusserver_write", err)
+	}
+	err = c.a.s.Ops().SetRadiusServer(c.ctx, c.caller(), d)
+	c.ran()
+	return answer{value: true}, err
+}
+
+// radiusParams reads a RADIUS server definition.
+func (c *call) radiusParams(id string) (notify.RadiusServer, error) {
 	d := notify.RadiusServer{Identifier: id}
+	var err error
 	if d.Server, err = c.p.str("server"); err != nil {
-		return answer{}, err
+		return d, err
 	}
 	if d.Secret, err = c.p.str("secret"); err != nil {
-		return answer{}, err
+		return d, err
 	}
 	if d.Port, err = c.p.integer("port", 1812); err != nil {
-		return answer{}, err
+		return d, err
 	}
 	if d.Retries, err = c.p.integer("retries", 3); err != nil {
-		return answer{}, err
+		return d, err
 	}
 	if d.Timeout, err = c.p.integer("timeout", 5); err != nil {
-		return answer{}, err
+		return d, err
 	}
 	if d.Dictionary, err = c.p.str("dictionary"); err != nil {
-		return answer{}, err
+		return d, err
 	}
 	if d.Description, err = c.p.str("description"); err != nil {
-		return answer{}, err
+		return d, err
 	}
 	if raw, ok := c.p.raw("options"); ok {
 		if m, isMap := raw.(map[string]any); isMap {
 			d.Options = m
 		}
 	}
-	return answer{value: true}, c.a.s.Notify().SetRadius(c.ctx, d)
+	return d, nil
 }
 
 // radiusTest is POST /radiusserver/test_request: true iff Access-Accept.
 func radiusTest(c *call) (answer, error) {
+	// A test request changes nothing: the right is checked here, and the
+	// request audited by the HTTP wrapper.
+	if err := c.authorize("radiusserver_write"); err != nil {
+		return answer{}, err
+	}
 	id, err := c.p.required("identifier")
 	if err != nil {
 		return answer{}, err
@@ -319,7 +361,9 @@ func getRadiusServers(c *call) (answer, error) {
 func deleteRadiusServer(c *call) (answer, error) {
 	id, err := c.p.required("radiusid")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("radiusserver_write", err)
 	}
-	return answer{value: true}, c.a.s.Notify().DeleteRadius(c.ctx, id)
+	err = c.a.s.Ops().DeleteRadiusServer(c.ctx, c.caller(), id)
+	c.ran()
+	return answer{value: true}, err
 }

@@ -314,34 +314,51 @@ func (c *call) conditionsParam(name string) ([]policy.Condition, bool, error) {
 	return out, true, nil
 }
 
-// postPolicyRoute serves POST /policy/{name}.
+// postPolicyRoute serves POST /policy/{name}: the request's fields over
+// the stored policy (authsrv.Ops.SetPolicy).
 func postPolicyRoute(c *call) (answer, error) {
-	name, err := c.p.required("name")
+	p, err := c.policyParams()
+	if err != nil {
+		return answer{}, c.refused("policywrite", err)
+	}
+	id, err := c.a.s.Ops().SetPolicy(c.ctx, c.caller(), p)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
+	return answer{value: map[string]any{"setPolicy " + p.Name: id}}, nil
+}
+
+// policyParams reads POST /policy/{name}: attributes not sent keep the
+// stored value, except the booleans and the description, which are reset
+// as privacyIDEA resets them.
+func (c *call) policyParams() (policy.Policy, error) {
+	name, err := c.p.required("name")
+	if err != nil {
+		return policy.Policy{}, err
+	}
 	old, exists, err := c.a.s.Policies().Get(c.ctx, name)
 	if err != nil {
-		return answer{}, err
+		return policy.Policy{}, err
 	}
 	p := policy.Policy{Name: name, Priority: 1}
 	if exists {
 		p = old
 	}
 	if p.Scope, err = c.p.str("scope"); err != nil {
-		return answer{}, err
+		return p, err
 	}
 	if p.Scope == "" {
-		return answer{}, apierr.MissingParameter("scope")
+		return p, apierr.MissingParameter("scope")
 	}
 	action, gotAction, err := c.actionParam()
 	if err != nil {
-		return answer{}, err
+		return p, err
 	}
 	if gotAction {
 		p.Action = action
 	} else if !exists && p.Scope != policy.ScopeUser {
-		return answer{}, apierr.MissingParameter("action")
+		return p, apierr.MissingParameter("action")
 	}
 	for key, dst := range map[string]*[]string{
 		"realm": &p.Realm, "resolver": &p.Resolver, "user": &p.User, "adminrealm": &p.AdminRealm,
@@ -349,7 +366,7 @@ func postPolicyRoute(c *call) (answer, error) {
 	} {
 		v, ok, err := c.strOrList(key)
 		if err != nil {
-			return answer{}, err
+			return p, err
 		}
 		if ok {
 			*dst = v
@@ -357,40 +374,35 @@ func postPolicyRoute(c *call) (answer, error) {
 	}
 	if c.p.has("time") {
 		if p.Time, err = c.p.str("time"); err != nil {
-			return answer{}, err
+			return p, err
 		}
 	}
 	if c.p.has("priority") {
 		if p.Priority, err = c.p.integer("priority", 1); err != nil {
-			return answer{}, err
+			return p, err
 		}
 	}
-	// Absent booleans and the description are reset, as privacyIDEA does.
 	p.Active = true
 	if c.p.has("active") {
 		if p.Active, err = c.p.boolean("active"); err != nil {
-			return answer{}, err
+			return p, err
 		}
 	}
 	if p.CheckAllResolvers, err = c.p.boolean("check_all_resolvers"); err != nil {
-		return answer{}, err
+		return p, err
 	}
 	if p.UserCaseInsensitive, err = c.p.boolean("user_case_insensitive"); err != nil {
-		return answer{}, err
+		return p, err
 	}
 	if p.Description, err = c.p.str("description"); err != nil {
-		return answer{}, err
+		return p, err
 	}
 	if conds, ok, err := c.conditionsParam(name); err != nil {
-		return answer{}, err
+		return p, err
 	} else if ok {
 		p.Conditions = conds
 	}
-	id, err := c.a.s.Policies().Set(c.ctx, p)
-	if err != nil {
-		return answer{}, err
-	}
-	return answer{value: map[string]any{"setPolicy " + name: id}}, nil
+	return p, nil
 }
 
 // postPolicySub serves POST /policy/enable/{name}, /policy/disable/{name}
@@ -398,30 +410,29 @@ func postPolicyRoute(c *call) (answer, error) {
 func postPolicySub(c *call) (answer, error) {
 	verb, _ := c.p.str("name")
 	arg, _ := c.p.str("sub")
+	ops, who := c.a.s.Ops(), c.caller()
+	var id int
+	var err error
 	switch verb {
 	case "enable":
-		id, err := c.a.s.Policies().Enable(c.ctx, arg)
-		return answer{value: id}, err
+		id, err = ops.EnablePolicy(c.ctx, who, arg)
 	case "disable":
-		id, err := c.a.s.Policies().Disable(c.ctx, arg)
-		return answer{value: id}, err
+		id, err = ops.DisablePolicy(c.ctx, who, arg)
 	case "import":
 		data, _, ok := c.p.file("file")
 		if !ok {
 			s, err := c.p.str("file")
 			if err != nil {
-				return answer{}, err
+				return answer{}, c.refused("policywrite", err)
 			}
 			data = []byte(s)
 		}
-		ps, err := policy.Import(data)
-		if err != nil {
-			return answer{}, err
-		}
-		n, err := c.a.s.Policies().Import(c.ctx, ps)
-		return answer{value: n}, err
+		id, err = ops.ImportPolicies(c.ctx, who, data)
+	default:
+		return answer{}, c.refused("policywrite", apierr.New(apierr.ResourceNotFound, "The requested URL was not found on the server."))
 	}
-	return answer{}, apierr.New(apierr.ResourceNotFound, "The requested URL was not found on the server.")
+	c.ran()
+	return answer{value: id}, err
 }
 
 // patchPolicy is PATCH /policy/{oldname}: renames a policy to the body's
@@ -429,13 +440,14 @@ func postPolicySub(c *call) (answer, error) {
 func patchPolicy(c *call) (answer, error) {
 	old, err := c.p.required("oldname")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("policywrite", err)
 	}
 	newName, err := c.p.required("name")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("policywrite", err)
 	}
-	id, err := c.a.s.Policies().Rename(c.ctx, old, newName)
+	id, err := c.a.s.Ops().RenamePolicy(c.ctx, c.caller(), old, newName)
+	c.ran()
 	return answer{value: id}, err
 }
 
@@ -443,8 +455,9 @@ func patchPolicy(c *call) (answer, error) {
 func deletePolicy(c *call) (answer, error) {
 	name, err := c.p.required("name")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("policydelete", err)
 	}
-	id, err := c.a.s.Policies().Delete(c.ctx, name)
+	id, err := c.a.s.Ops().DeletePolicy(c.ctx, c.caller(), name)
+	c.ran()
 	return answer{value: id}, err
 }

@@ -14,7 +14,8 @@ import (
 func (c *call) realmJSON(r realm.Realm, isDefault bool) map[string]any {
 	entries := []map[string]any{}
 	for _, e := range r.Resolvers {
-		m := map[string]any{"name": e.Name, "node": e.Node}
+		// privacyIDEA sends null for an entry without priority.
+		m := map[string]any{"name": e.Name, "node": e.Node, "priority": nil}
 		if e.Priority != nil {
 			m["priority"] = *e.Priority
 		}
@@ -81,50 +82,74 @@ func (c *call) priority(name string) (*int, error) {
 
 // postRealm is POST /realm/{realm}.
 func postRealm(c *call) (answer, error) {
-	name, err := c.p.required("realm")
+	name, entries, err := c.realmParams()
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("resolverwrite", err)
 	}
-	names, err := c.p.list("resolvers")
-	if err != nil {
-		return answer{}, err
-	}
-	var entries []realm.Entry
-	for _, n := range names {
-		prio, err := c.priority(n)
-		if err != nil {
-			return answer{}, err
-		}
-		entries = append(entries, realm.Entry{Name: n, Priority: prio})
-	}
-	added, failed, err := c.a.s.Realms().Set(c.ctx, name, entries)
+	added, failed, err := c.a.s.Ops().SetRealm(c.ctx, c.caller(), name, entries)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
 	return answer{value: map[string]any{"added": added, "failed": failed}}, nil
 }
 
+// realmParams reads POST /realm/{realm}: "resolvers" (a list or CSV) and
+// their priority.<resolver>.
+func (c *call) realmParams() (string, []realm.Entry, error) {
+	name, err := c.p.required("realm")
+	if err != nil {
+		return "", nil, err
+	}
+	names, err := c.p.list("resolvers")
+	if err != nil {
+		return "", nil, err
+	}
+	var entries []realm.Entry
+	for _, n := range names {
+		prio, err := c.priority(n)
+		if err != nil {
+			return "", nil, err
+		}
+		entries = append(entries, realm.Entry{Name: n, Priority: prio})
+	}
+	return name, entries, nil
+}
+
 // postRealmNode is POST /realm/{realm}/node/{nodeid}.
 func postRealmNode(c *call) (answer, error) {
-	name, err := c.p.required("realm")
+	name, node, entries, err := c.realmNodeParams()
+	if err != nil {
+		return answer{}, c.refused("resolverwrite", err)
+	}
+	added, failed, err := c.a.s.Ops().SetRealmNode(c.ctx, c.caller(), name, node, entries)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
-	node, _ := c.p.str("nodeid")
+	return answer{value: map[string]any{"added": added, "failed": failed}}, nil
+}
+
+// realmNodeParams reads POST /realm/{realm}/node/{nodeid}: a JSON list
+// "resolver" of {"name", "priority"} objects.
+func (c *call) realmNodeParams() (name, node string, entries []realm.Entry, err error) {
+	if name, err = c.p.required("realm"); err != nil {
+		return "", "", nil, err
+	}
+	node, _ = c.p.str("nodeid")
 	raw, ok := c.p.raw("resolver")
 	list, isList := raw.([]any)
 	if !ok || !isList {
-		return answer{}, realm.ErrBadData
+		return "", "", nil, realm.ErrBadData
 	}
-	var entries []realm.Entry
 	for _, item := range list {
 		m, ok := item.(map[string]any)
 		if !ok {
-			return answer{}, realm.ErrBadData
+			return "", "", nil, realm.ErrBadData
 		}
 		n, ok := m["name"].(string)
 		if !ok || n == "" {
-			return answer{}, realm.ErrBadData
+			return "", "", nil, realm.ErrBadData
 		}
 		e := realm.Entry{Name: n}
 		switch p := m["priority"].(type) {
@@ -132,32 +157,29 @@ func postRealmNode(c *call) (answer, error) {
 		case json.Number:
 			v, err := strconv.Atoi(p.String())
 			if err != nil {
-				return answer{}, realm.ErrBadData
+				return "", "", nil, realm.ErrBadData
 			}
 			e.Priority = &v
 		default:
-			return answer{}, realm.ErrBadData
+			return "", "", nil, realm.ErrBadData
 		}
 		entries = append(entries, e)
 	}
-	added, failed, err := c.a.s.Realms().SetNode(c.ctx, name, node, entries)
-	if err != nil {
-		return answer{}, err
-	}
-	return answer{value: map[string]any{"added": added, "failed": failed}}, nil
+	return name, node, entries, nil
 }
 
 // deleteRealm is DELETE /realm/{realm}.
 func deleteRealm(c *call) (answer, error) {
 	name, err := c.p.required("realm")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("resolverdelete", err)
 	}
 	withAttrs, err := c.p.boolean("delete_custom_attributes")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("resolverdelete", err)
 	}
-	id, err := c.a.s.Realms().Delete(c.ctx, name, withAttrs)
+	id, err := c.a.s.Ops().DeleteRealm(c.ctx, c.caller(), name, withAttrs)
+	c.ran()
 	return answer{value: id}, err
 }
 
@@ -178,14 +200,16 @@ func getDefaultRealm(c *call) (answer, error) {
 func postDefaultRealm(c *call) (answer, error) {
 	name, err := c.p.required("realm")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("resolverwrite", err)
 	}
-	id, err := c.a.s.Realms().SetDefault(c.ctx, name)
+	id, err := c.a.s.Ops().SetDefaultRealm(c.ctx, c.caller(), name)
+	c.ran()
 	return answer{value: id}, err
 }
 
 // deleteDefaultRealm is DELETE /defaultrealm.
 func deleteDefaultRealm(c *call) (answer, error) {
-	id, err := c.a.s.Realms().ClearDefault(c.ctx)
+	id, err := c.a.s.Ops().ClearDefaultRealm(c.ctx, c.caller())
+	c.ran()
 	return answer{value: id}, err
 }

@@ -107,21 +107,27 @@ func getResolverDefaults(c *call) (answer, error) {
 func postResolver(c *call) (answer, error) {
 	name, err := c.p.required("resolvername")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("resolverwrite", err)
 	}
 	if name == "test" {
 		return postResolverTest(c)
 	}
 	params, err := c.configParams("resolver", "resolvername")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("resolverwrite", err)
 	}
-	id, err := c.a.s.Resolvers().Save(c.ctx, name, params)
+	id, err := c.a.s.Ops().SetResolver(c.ctx, c.caller(), name, params)
+	c.ran()
 	return answer{value: id}, err
 }
 
 // postResolverTest is POST /resolver/test.
 func postResolverTest(c *call) (answer, error) {
+	// A test changes nothing: the right is checked here, and the request
+	// audited by the HTTP wrapper.
+	if err := c.authorize("resolverwrite"); err != nil {
+		return answer{}, err
+	}
 	// "resolver" names a stored resolver whose secrets fill in censored
 	// values; the path segment is "resolvername".
 	stored, err := c.p.str("resolver")
@@ -143,8 +149,9 @@ func postResolverTest(c *call) (answer, error) {
 func deleteResolver(c *call) (answer, error) {
 	name, err := c.p.required("resolvername")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("resolverdelete", err)
 	}
-	id, err := c.a.s.Resolvers().Delete(c.ctx, name)
+	id, err := c.a.s.Ops().DeleteResolver(c.ctx, c.caller(), name)
+	c.ran()
 	return answer{value: id}, err
 }

@@ -1,12 +1,12 @@
 package server
 
 import (
+	"net/netip"
+	"strings"
+
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/caller"
 	"github.com/rs/zerolog/hlog"
-	"net/netip"
-	"slices"
-	"strings"
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/policy"
@@ -103,88 +103,34 @@ func (c *call) conditionData() policy.ConditionData {
 	return c.policyQuery("").Data()
 }
 
-// attributeRules are the merged custom-attribute rights of the caller.
-type attributeRules struct {
-	all bool                // no restricting policy
-	set map[string][]string // key (or *) -> values (or *)
-	del []string            // keys (or *)
-}
-
-// attributeRights reads set_custom_user_attributes and
-// delete_custom_user_attributes from the caller's scope: ":key: v1 v2
-// :key2: *" for setting, "key1 key2" or "*" for deleting.
-func (c *call) attributeRights() (attributeRules, error) {
-	scope := policy.ScopeAdmin
-	if c.who.Role == roleUser {
-		scope = policy.ScopeUser
-	}
-	active, err := c.a.s.Policies().ActiveInScope(c.ctx, scope)
-	if err != nil || !active {
-		return attributeRules{all: true}, err
-	}
-	rules := attributeRules{set: map[string][]string{}}
-	q := c.policyQuery("set_custom_user_attributes")
-	vals, err := c.a.s.Policies().Values(c.ctx, q, false, true)
-	if err != nil {
-		return rules, err
-	}
-	for v := range vals {
-		key := ""
-		for _, f := range strings.Fields(v) {
-			if len(f) > 1 && strings.HasPrefix(f, ":") && strings.HasSuffix(f, ":") {
-				key = f[1 : len(f)-1]
-				if _, ok := rules.set[key]; !ok {
-					rules.set[key] = []string{}
-				}
-				continue
-			}
-			if key != "" {
-				rules.set[key] = append(rules.set[key], f)
-			}
-		}
-	}
-	q.Action = "delete_custom_user_attributes"
-	dvals, err := c.a.s.Policies().Values(c.ctx, q, false, true)
-	if err != nil {
-		return rules, err
-	}
-	for v := range dvals {
-		rules.del = append(rules.del, strings.Fields(v)...)
-	}
-	slices.Sort(rules.del)
-	rules.del = slices.Compact(rules.del)
-	return rules, nil
-}
-
-func (r attributeRules) maySet(key, value string) bool {
-	if r.all {
-		return true
-	}
-	for _, k := range []string{key, "*"} {
-		vals, ok := r.set[k]
-		if ok && (slices.Contains(vals, "*") || slices.Contains(vals, value)) {
-			return true
-		}
-	}
-	return false
-}
-
-func (r attributeRules) mayDelete(key string) bool {
-	return r.all || slices.Contains(r.del, "*") || slices.Contains(r.del, key)
-}
-
-func (r attributeRules) editable() map[string]any {
-	if r.all {
+// editableJSON is GET /user/editable_attributes/'s answer.
+func editableJSON(r authsrv.AttributeRights) map[string]any {
+	if r.All {
 		return map[string]any{"delete": []string{"*"}, "set": map[string]any{"*": []string{"*"}}}
 	}
 	set := map[string]any{}
-	for k, v := range r.set {
+	for k, v := range r.Set {
 		set[k] = nonNil(v)
 	}
-	return map[string]any{"delete": nonNil(r.del), "set": set}
+	return map[string]any{"delete": nonNil(r.Delete), "set": set}
 }
 
 // realmFilter lists the realms an admin may see in GET /realm/ (nil: all).
 func (c *call) realmFilter() ([]string, error) {
 	return c.a.s.Ops().RealmFilter(c.ctx, c.caller())
 }
+
+// refused answers a request whose parameters failed before it reached
+// its library operation: the caller's lack of right wins over err, as it
+// did when the route checked the right before the handler ran. (Once the
+// library runs the operation, it checks the right and audits itself.)
+func (c *call) refused(right string, err error) error {
+	if aerr := c.authorize(right); aerr != nil {
+		return aerr
+	}
+	return err
+}
+
+// ran marks the request as audited by the library operation it called,
+// so that the HTTP wrapper writes no second entry.
+func (c *call) ran() { c.recorded = true }

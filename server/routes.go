@@ -41,25 +41,25 @@ func (a *api) routes() {
 	// Realms and the default realm.
 	a.handle(http.MethodGet, "/realm/", endpoint{access: adminRole, fn: getRealms})
 	a.handle(http.MethodGet, "/realm/superuser", endpoint{access: adminRole, fn: getSuperuserRealms})
-	a.handle(http.MethodPost, "/realm/:realm", endpoint{access: adminRole, action: "resolverwrite", fn: postRealm})
-	a.handle(http.MethodPost, "/realm/:realm/node/:nodeid", endpoint{access: adminRole, action: "resolverwrite", fn: postRealmNode})
-	a.handle(http.MethodDelete, "/realm/:realm", endpoint{access: adminRole, action: "resolverdelete", fn: deleteRealm})
+	a.handleOp(http.MethodPost, "/realm/:realm", "resolverwrite", endpoint{access: adminRole, fn: postRealm})
+	a.handleOp(http.MethodPost, "/realm/:realm/node/:nodeid", "resolverwrite", endpoint{access: adminRole, fn: postRealmNode})
+	a.handleOp(http.MethodDelete, "/realm/:realm", "resolverdelete", endpoint{access: adminRole, fn: deleteRealm})
 	a.handle(http.MethodGet, "/defaultrealm", endpoint{access: adminRole, fn: getDefaultRealm})
-	a.handle(http.MethodPost, "/defaultrealm/:realm", endpoint{access: adminRole, action: "resolverwrite", fn: postDefaultRealm})
-	a.handle(http.MethodDelete, "/defaultrealm", endpoint{access: adminRole, action: "resolverdelete", fn: deleteDefaultRealm})
+	a.handleOp(http.MethodPost, "/defaultrealm/:realm", "resolverwrite", endpoint{access: adminRole, fn: postDefaultRealm})
+	a.handleOp(http.MethodDelete, "/defaultrealm", "resolverdelete", endpoint{access: adminRole, fn: deleteDefaultRealm})
 
 	// Resolvers. POST /resolver/test shares POST /resolver/:resolvername,
 	// and GET /resolver/:resolvername/default takes a type there.
 	a.handle(http.MethodGet, "/resolver/", endpoint{access: adminRole, action: "resolverread", fn: getResolvers})
 	a.handle(http.MethodGet, "/resolver/:resolvername", endpoint{access: adminRole, action: "resolverread", fn: getResolvers})
 	a.handle(http.MethodGet, "/resolver/:resolvername/default", endpoint{access: adminRole, fn: getResolverDefaults})
-	a.handle(http.MethodPost, "/resolver/:resolvername", endpoint{access: adminRole, action: "resolverwrite", fn: postResolver})
-	a.handle(http.MethodDelete, "/resolver/:resolvername", endpoint{access: adminRole, action: "resolverdelete", fn: deleteResolver})
+	a.handleOp(http.MethodPost, "/resolver/:resolvername", "resolverwrite", endpoint{access: adminRole, fn: postResolver})
+	a.handleOp(http.MethodDelete, "/resolver/:resolvername", "resolverdelete", endpoint{access: adminRole, fn: deleteResolver})
 
 	// Users and custom attributes. DELETE /user/{resolver}/{user} and
 	// DELETE /user/attribute/{key}/{user}/{realm} share one route.
 	a.handle(http.MethodGet, "/user/", endpoint{access: anyRole, fn: getUsers})
-	a.handle(http.MethodPost, "/user/", endpoint{access: adminRole, action: "adduser", fn: postUser})
+	a.handleOp(http.MethodPost, "/user/", "adduser", endpoint{access: adminRole, fn: postUser})
 	a.handle(http.MethodPut, "/user/", endpoint{access: anyRole, fn: putUser})
 	a.handle(http.MethodDelete, "/user/:first/*rest", endpoint{access: anyRole, fn: deleteUserOrAttribute})
 	a.handle(http.MethodPost, "/user/attribute", endpoint{access: anyRole, fn: postUserAttribute})
@@ -72,10 +72,10 @@ func (a *api) routes() {
 	a.handle(http.MethodGet, "/policy/", endpoint{access: adminRole, action: "policyread", fn: getPolicies})
 	a.handle(http.MethodGet, "/policy/:name", endpoint{access: adminRole, action: "policyread", fn: getPolicyRoute})
 	a.handle(http.MethodGet, "/policy/:name/:sub", endpoint{access: adminRole, action: "policyread", fn: getPolicySub})
-	a.handle(http.MethodPost, "/policy/:name", endpoint{access: adminRole, action: "policywrite", fn: postPolicyRoute})
-	a.handle(http.MethodPost, "/policy/:name/:sub", endpoint{access: adminRole, action: "policywrite", fn: postPolicySub})
-	a.handle(http.MethodPatch, "/policy/:oldname", endpoint{access: adminRole, action: "policywrite", fn: patchPolicy})
-	a.handle(http.MethodDelete, "/policy/:name", endpoint{access: adminRole, action: "policydelete", fn: deletePolicy})
+	a.handleOp(http.MethodPost, "/policy/:name", "policywrite", endpoint{access: adminRole, fn: postPolicyRoute})
+	a.handleOp(http.MethodPost, "/policy/:name/:sub", "policywrite", endpoint{access: adminRole, fn: postPolicySub})
+	a.handleOp(http.MethodPatch, "/policy/:oldname", "policywrite", endpoint{access: adminRole, fn: patchPolicy})
+	a.handleOp(http.MethodDelete, "/policy/:name", "policydelete", endpoint{access: adminRole, fn: deletePolicy})
 
 	// The audit log: admins (auditlog, auditlog_download) and users, who
 	// see their own entries.
@@ -126,16 +126,24 @@ func (a *api) routes() {
 	// share the :id routes; GET /smsgateway/providers and DELETE
 	// /smsgateway/option/{gwid}/{key} share the gateway routes.
 	a.handle(http.MethodGet, "/smtpserver/", endpoint{access: adminRole, action: "smtpserver_read", fn: getSMTPServers})
-	a.handle(http.MethodPost, "/smtpserver/:smtpid", endpoint{access: adminRole, action: "smtpserver_write", fn: postSMTPServer})
-	a.handle(http.MethodDelete, "/smtpserver/:smtpid", endpoint{access: adminRole, action: "smtpserver_write", fn: deleteSMTPServer})
+	a.handleOp(http.MethodPost, "/smtpserver/:smtpid", "smtpserver_write", endpoint{access: adminRole, fn: postSMTPServer})
+	a.handleOp(http.MethodDelete, "/smtpserver/:smtpid", "smtpserver_write", endpoint{access: adminRole, fn: deleteSMTPServer})
 	a.handle(http.MethodGet, "/smsgateway/", endpoint{access: adminRole, action: "smsgateway_read", fn: getSMSGateways})
 	a.handle(http.MethodGet, "/smsgateway/:gwid", endpoint{access: adminRole, action: "smsgateway_read", fn: getSMSGateways})
-	a.handle(http.MethodPost, "/smsgateway", endpoint{access: adminRole, action: "smsgateway_write", fn: postSMSGateway})
-	a.handle(http.MethodDelete, "/smsgateway/:identifier", endpoint{access: adminRole, action: "smsgateway_write", fn: deleteSMSGateway})
-	a.handle(http.MethodDelete, "/smsgateway/:identifier/:gwid/:key", endpoint{access: adminRole, action: "smsgateway_write", fn: deleteSMSGateway})
+	a.handleOp(http.MethodPost, "/smsgateway", "smsgateway_write", endpoint{access: adminRole, fn: postSMSGateway})
+	a.handleOp(http.MethodDelete, "/smsgateway/:identifier", "smsgateway_write", endpoint{access: adminRole, fn: deleteSMSGateway})
+	a.handleOp(http.MethodDelete, "/smsgateway/:identifier/:gwid/:key", "smsgateway_write", endpoint{access: adminRole, fn: deleteSMSGateway})
 	a.handle(http.MethodGet, "/radiusserver/", endpoint{access: adminRole, action: "radiusserver_read", fn: getRadiusServers})
-	a.handle(http.MethodPost, "/radiusserver/:radiusid", endpoint{access: adminRole, action: "radiusserver_write", fn: postRadiusServer})
-	a.handle(http.MethodDelete, "/radiusserver/:radiusid", endpoint{access: adminRole, action: "radiusserver_write", fn: deleteRadiusServer})
+	a.handleOp(http.MethodPost, "/radiusserver/:radiusid", "radiusserver_write", endpoint{access: adminRole, fn: postRadiusServer})
+	a.handleOp(http.MethodDelete, "/radiusserver/:radiusid", "radiusserver_write", endpoint{access: adminRole, fn: deleteRadiusServer})
+}
+
+// handleOp registers a route whose operation runs in the library, which
+// checks right and audits a refusal itself: the route checks nothing, but
+// lists right for the route tests and the rights of /auth.
+func (a *api) handleOp(method, path, right string, ep endpoint) {
+	a.handle(method, path, ep)
+	a.endpoints[len(a.endpoints)-1].action = right
 }
 
 // handleExact registers ep for exactly one path form (when the other

@@ -2,11 +2,11 @@ package server
 
 import (
 	"errors"
-	"fmt"
-	"github.com/authsrv/authsrv"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/authsrv/authsrv"
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/realm"
@@ -14,14 +14,8 @@ import (
 	"github.com/authsrv/authsrv/user"
 )
 
-var errNotOwnAttribute = apierr.New(apierr.Policy, "User is not allowed to delete attributes of other users.")
-
 // listParams are the GET /user/ parameters that are not search keys.
 var listParams = []string{"realm", "resolver", "user", "username", "attributes", "include_custom_attributes"}
-
-func unknownResolver(name string) error {
-	return apierr.New(apierr.User, fmt.Sprintf("The resolver '%s' does not exist!", name))
-}
 
 // isRealm is the realm test user.Split needs.
 func (c *call) isRealm(name string) bool { return c.a.s.Realms().Exists(c.ctx, name) }
@@ -147,113 +141,49 @@ func getUsers(c *call) (answer, error) {
 	return answer{value: out}, nil
 }
 
-// userFields picks the store fields of a create or update request: the
-// keys the resolver maps (or the standard ones) and the password.
-func (c *call) userFields(in *resolver.Instance) (map[string]string, error) {
-	known := in.Fields()
-	if known == nil {
-		known = []string{resolver.KeyGivenname, resolver.KeySurname, resolver.KeyEmail, resolver.KeyPhone,
-			resolver.KeyMobile, resolver.KeyDescription}
-	}
+// userFields are the request's string parameters; the library keeps
+// those the user store maps and the password.
+func (c *call) userFields() map[string]string {
 	fields := map[string]string{}
-	for _, k := range append(known, resolver.KeyPassword) {
-		if k == resolver.KeyUsername || k == resolver.KeyUserID || !c.p.has(k) {
-			continue
+	for _, k := range c.p.keys() {
+		if v, err := c.p.str(k); err == nil {
+			fields[k] = v
 		}
-		v, err := c.p.str(k)
-		if err != nil {
-			return nil, err
-		}
-		fields[k] = v
 	}
-	return fields, nil
+	return fields
 }
 
 // postUser is POST /user/ (adduser): creates a user in an editable
 // resolver and returns its uid.
 func postUser(c *call) (answer, error) {
-	login, err := c.p.required("user")
-	if err != nil {
-		return answer{}, err
+	req := authsrv.UserRequest{Fields: c.userFields()}
+	var err error
+	if req.User, err = c.p.required("user"); err != nil {
+		return answer{}, c.refused("adduser", err)
 	}
-	resolverName, err := c.p.required("resolver")
-	if err != nil {
-		return answer{}, err
+	if req.Resolver, err = c.p.required("resolver"); err != nil {
+		return answer{}, c.refused("adduser", err)
 	}
-	in, err := c.a.s.Resolvers().Instance(c.ctx, resolverName)
-	if errors.Is(err, resolver.ErrNotFound) {
-		return answer{}, unknownResolver(resolverName)
-	} else if err != nil {
-		return answer{}, err
-	}
-	ed, err := in.Editor()
-	if err != nil {
-		return answer{}, err
-	}
-	if _, err := in.UserID(c.ctx, login); err == nil {
-		return answer{}, apierr.New(apierr.User, fmt.Sprintf("The user %s already exists in resolver %s.", login, in.Name()))
-	} else if !errors.Is(err, resolver.ErrNoUser) {
-		return answer{}, err
-	}
-	fields, err := c.userFields(in)
-	if err != nil {
-		return answer{}, err
-	}
-	fields[resolver.KeyUsername] = login
-	uid, err := ed.Create(c.ctx, fields)
+	req.Realm, _ = c.p.str("realm")
+	uid, err := c.a.s.Ops().AddUser(c.ctx, c.caller(), req)
+	c.ran()
 	return answer{value: uid}, err
 }
 
 // putUser is PUT /user/ (updateuser); a user may change its own data.
 func putUser(c *call) (answer, error) {
-	if err := c.authorize("updateuser"); err != nil {
-		return answer{}, err
-	}
-	var in *resolver.Instance
-	var uid string
-	if c.who.Role == roleUser {
-		u, inst, err := c.targetUser()
-		if err != nil {
-			return answer{}, err
-		}
-		in, uid = inst, u.UID
-	} else {
-		resolverName, err := c.p.required("resolver")
-		if err != nil {
-			return answer{}, err
-		}
-		if in, err = c.a.s.Resolvers().Instance(c.ctx, resolverName); errors.Is(err, resolver.ErrNotFound) {
-			return answer{}, unknownResolver(resolverName)
-		} else if err != nil {
-			return answer{}, err
-		}
-		if uid, err = c.p.str("userid"); err != nil {
-			return answer{}, err
-		}
-		if uid == "" {
-			login, err := c.p.required("user")
-			if err != nil {
-				return answer{}, err
-			}
-			if uid, err = in.UserID(c.ctx, login); errors.Is(err, resolver.ErrNoUser) {
-				return answer{}, realm.ErrNoUser
-			} else if err != nil {
-				return answer{}, err
+	req := authsrv.UserRequest{Fields: c.userFields()}
+	if c.who.Role != roleUser {
+		var err error
+		for key, dst := range map[string]*string{"user": &req.User, "realm": &req.Realm, "resolver": &req.Resolver, "userid": &req.UID} {
+			if *dst, err = c.p.str(key); err != nil {
+				return answer{}, c.refused("updateuser", err)
 			}
 		}
 	}
-	ed, err := in.Editor()
+	err := c.a.s.Ops().UpdateUser(c.ctx, c.caller(), req)
+	c.ran()
 	if err != nil {
-		return answer{}, err
-	}
-	fields, err := c.userFields(in)
-	if err != nil {
-		return answer{}, err
-	}
-	if err := ed.Update(c.ctx, uid, fields); err != nil {
-		if errors.Is(err, resolver.ErrNoUser) {
-			return answer{}, realm.ErrNoUser
-		}
 		return answer{}, err
 	}
 	return answer{value: true}, nil
@@ -275,26 +205,9 @@ func deleteUserOrAttribute(c *call) (answer, error) {
 	if c.who.Role != roleAdmin {
 		return answer{}, errWrongRole
 	}
-	if err := c.authorize("deleteuser"); err != nil {
-		return answer{}, err
-	}
-	in, err := c.a.s.Resolvers().Instance(c.ctx, first)
-	if errors.Is(err, resolver.ErrNotFound) {
-		return answer{}, unknownResolver(first)
-	} else if err != nil {
-		return answer{}, err
-	}
-	ed, err := in.Editor()
+	err := c.a.s.Ops().DeleteUser(c.ctx, c.caller(), first, parts[0])
+	c.ran()
 	if err != nil {
-		return answer{}, err
-	}
-	uid, err := in.UserID(c.ctx, parts[0])
-	if errors.Is(err, resolver.ErrNoUser) {
-		return answer{}, realm.ErrNoUser
-	} else if err != nil {
-		return answer{}, err
-	}
-	if err := ed.Delete(c.ctx, uid); err != nil {
 		return answer{}, err
 	}
 	return answer{value: true}, nil
@@ -302,30 +215,22 @@ func deleteUserOrAttribute(c *call) (answer, error) {
 
 // postUserAttribute is POST /user/attribute.
 func postUserAttribute(c *call) (answer, error) {
-	key, err := c.p.required("key")
-	if err != nil {
+	var req authsrv.AttributeRequest
+	var err error
+	if req.Key, err = c.p.required("key"); err != nil {
 		return answer{}, err
 	}
-	value, err := c.p.str("value")
-	if err != nil {
-		return answer{}, err
+	for key, dst := range map[string]*string{"value": &req.Value, "type": &req.Type} {
+		if *dst, err = c.p.str(key); err != nil {
+			return answer{}, err
+		}
 	}
-	typ, err := c.p.str("type")
-	if err != nil {
-		return answer{}, err
+	if c.who.Role != roleUser {
+		t := c.target()
+		req.User, req.Realm, req.Resolver = t.User, t.Realm, t.Resolver
 	}
-	rules, err := c.attributeRights()
-	if err != nil {
-		return answer{}, err
-	}
-	if !rules.maySet(key, value) {
-		return answer{}, apierr.New(apierr.Policy, fmt.Sprintf("You are not allowed to set the custom user attribute %s!", key))
-	}
-	u, _, err := c.targetUser()
-	if err != nil {
-		return answer{}, err
-	}
-	id, err := c.a.s.UserAttributes().Set(c.ctx, u, key, value, typ)
+	id, err := c.a.s.Ops().SetUserAttribute(c.ctx, c.caller(), req)
+	c.ran()
 	return answer{value: id}, err
 }
 
@@ -352,23 +257,8 @@ func getUserAttribute(c *call) (answer, error) {
 
 // deleteUserAttribute is DELETE /user/attribute/{key}/{user}/{realm}.
 func deleteUserAttribute(c *call, key, login, realmName string) (answer, error) {
-	if c.who.Role == roleUser && (login != c.who.Username || realm.Normalize(realmName) != c.who.Realm) {
-		return answer{}, errNotOwnAttribute
-	}
-	rules, err := c.attributeRights()
-	if err != nil {
-		return answer{}, err
-	}
-	if !rules.mayDelete(key) {
-		return answer{}, apierr.New(apierr.Policy, fmt.Sprintf("You are not allowed to delete the custom user attribute %s!", key))
-	}
-	u, _, err := c.a.s.Realms().Resolve(c.ctx, login, realmName)
-	if errors.Is(err, realm.ErrNoUser) || errors.Is(err, realm.ErrNotFound) {
-		return answer{value: 0}, nil
-	} else if err != nil {
-		return answer{}, err
-	}
-	n, err := c.a.s.UserAttributes().Delete(c.ctx, u, key)
+	n, err := c.a.s.Ops().DeleteUserAttribute(c.ctx, c.caller(), authsrv.AttributeRequest{Key: key, User: login, Realm: realmName})
+	c.ran()
 	return answer{value: n}, err
 }
 
@@ -376,9 +266,10 @@ func deleteUserAttribute(c *call, key, login, realmName string) (answer, error) 
 // attributes the caller may set and delete. With no active policy in the
 // caller's scope every key and value is allowed.
 func getEditableAttributes(c *call) (answer, error) {
-	rules, err := c.attributeRights()
+	rights, err := c.a.s.Ops().AttributeRights(c.ctx, c.caller(), c.target())
 	if err != nil {
 		return answer{}, err
 	}
-	return answer{value: rules.editable()}, nil
+	c.policies = append(c.policies, rights.Policies...)
+	return answer{value: editableJSON(rights)}, nil
 }

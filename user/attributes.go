@@ -70,7 +70,9 @@ func validKey(k string) bool {
 }
 
 // Set stores key=value for u (a found user) and returns the attribute's id.
-func (a *Attributes) Set(ctx context.Context, u User, key, value, typ string) (int, error) {
+// Each of also runs in the same transaction after the write (the caller's
+// audit entry commits with the change).
+func (a *Attributes) Set(ctx context.Context, u User, key, value, typ string, also ...func(store.Tx) error) (int, error) {
 	if !u.Found() {
 		return 0, ErrNotFound
 	}
@@ -101,7 +103,10 @@ func (a *Attributes) Set(ctx context.Context, u User, key, value, typ string) (i
 		}
 		rec.Schema, rec.Key, rec.Value, rec.Type = attrSchema, key, value, typ
 		id = rec.ID
-		return store.PutJSON(b, k, rec)
+		if err := store.PutJSON(b, k, rec); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 	return id, err
 }
@@ -128,8 +133,9 @@ func (a *Attributes) Get(ctx context.Context, u User) (map[string]string, error)
 }
 
 // Delete removes key from u and returns how many attributes were removed
-// (0 or 1).
-func (a *Attributes) Delete(ctx context.Context, u User, key string) (int, error) {
+// (0 or 1). Each of also runs in the transaction (for a found user),
+// whether or not there was an attribute to delete.
+func (a *Attributes) Delete(ctx context.Context, u User, key string, also ...func(store.Tx) error) (int, error) {
 	if !u.Found() {
 		return 0, nil
 	}
@@ -139,10 +145,13 @@ func (a *Attributes) Delete(ctx context.Context, u User, key string) (int, error
 		b := tx.Bucket(attrBucket)
 		k := append(userPrefix(u), key...)
 		if b.Get(k) == nil {
-			return nil
+			return runAlso(tx, also)
 		}
 		n = 1
-		return b.Delete(k)
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 	return n, err
 }
@@ -183,4 +192,15 @@ func (a *Attributes) Exist(ctx context.Context) (bool, error) {
 		})
 	})
 	return found, err
+}
+
+// runAlso runs the hooks a write was given inside its transaction, after
+// the write itself.
+func runAlso(tx store.Tx, also []func(store.Tx) error) error {
+	for _, f := range also {
+		if err := f(tx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
