@@ -63,6 +63,10 @@ type opSpec struct {
 	right string
 	// target is what the right is checked against.
 	target Target
+	// check, when set, is a rights check of the operation's own (one that
+	// depends on its input, as the custom-attribute rights do); it runs
+	// after right and before the pre event handlers.
+	check func(ctx context.Context, r *opRun) error
 }
 
 // opRun is one operation in flight: the audit entry it fills in and the
@@ -170,6 +174,11 @@ func (o *Ops) pre(ctx context.Context, r *opRun, spec opSpec) error {
 		names, err := o.Authorize(ctx, r.who, spec.right, spec.target)
 		r.note(names...)
 		if err != nil {
+			return err
+		}
+	}
+	if spec.check != nil {
+		if err := spec.check(ctx, r); err != nil {
 			return err
 		}
 	}

@@ -267,19 +267,22 @@ func (o *Ops) AttributeRights(ctx context.Context, who caller.Caller, t Target) 
 func (o *Ops) SetUserAttribute(ctx context.Context, who caller.Caller, req AttributeRequest) (int, error) {
 	t := Target{User: req.User, Realm: req.Realm, Resolver: req.Resolver}
 	var id int
-	err := o.run(ctx, who, opSpec{event: "set_custom_user_attribute", action: "POST /user/attribute", target: t},
+	check := func(ctx context.Context, r *opRun) error {
+		if req.Key == "" {
+			return apierr.MissingParameter("key")
+		}
+		rights, err := o.AttributeRights(ctx, who, t)
+		if err != nil {
+			return err
+		}
+		if !rights.MaySet(req.Key, req.Value) {
+			return apierr.New(apierr.Policy, fmt.Sprintf("You are not allowed to set the custom user attribute %s!", req.Key))
+		}
+		r.note(rights.Policies...)
+		return nil
+	}
+	err := o.run(ctx, who, opSpec{event: "set_custom_user_attribute", action: "POST /user/attribute", target: t, check: check},
 		func(ctx context.Context, r *opRun) error {
-			if req.Key == "" {
-				return apierr.MissingParameter("key")
-			}
-			rights, err := o.AttributeRights(ctx, who, t)
-			if err != nil {
-				return err
-			}
-			if !rights.MaySet(req.Key, req.Value) {
-				return apierr.New(apierr.Policy, fmt.Sprintf("You are not allowed to set the custom user attribute %s!", req.Key))
-			}
-			r.note(rights.Policies...)
 			if who.Role != caller.User && req.User == "" {
 				return apierr.MissingParameter("user")
 			}
@@ -301,19 +304,22 @@ func (o *Ops) SetUserAttribute(ctx context.Context, who caller.Caller, req Attri
 func (o *Ops) DeleteUserAttribute(ctx context.Context, who caller.Caller, req AttributeRequest) (int, error) {
 	t := Target{User: req.User, Realm: req.Realm}
 	var n int
-	err := o.run(ctx, who, opSpec{event: "delete_custom_user_attribute", action: "DELETE /user/attribute/" + req.Key + "/" + req.User + "/" + req.Realm, target: t},
+	check := func(ctx context.Context, r *opRun) error {
+		if who.Role == caller.User && (req.User != who.Name || realm.Normalize(req.Realm) != who.Realm) {
+			return errNotOwnAttribute
+		}
+		rights, err := o.AttributeRights(ctx, who, t)
+		if err != nil {
+			return err
+		}
+		if !rights.MayDelete(req.Key) {
+			return apierr.New(apierr.Policy, fmt.Sprintf("You are not allowed to delete the custom user attribute %s!", req.Key))
+		}
+		r.note(rights.Policies...)
+		return nil
+	}
+	err := o.run(ctx, who, opSpec{event: "delete_custom_user_attribute", action: "DELETE /user/attribute/" + req.Key + "/" + req.User + "/" + req.Realm, target: t, check: check},
 		func(ctx context.Context, r *opRun) error {
-			if who.Role == caller.User && (req.User != who.Name || realm.Normalize(req.Realm) != who.Realm) {
-				return errNotOwnAttribute
-			}
-			rights, err := o.AttributeRights(ctx, who, t)
-			if err != nil {
-				return err
-			}
-			if !rights.MayDelete(req.Key) {
-				return apierr.New(apierr.Policy, fmt.Sprintf("You are not allowed to delete the custom user attribute %s!", req.Key))
-			}
-			r.note(rights.Policies...)
 			u, _, err := o.s.realms.Resolve(ctx, req.User, req.Realm)
 			if errors.Is(err, realm.ErrNoUser) || errors.Is(err, realm.ErrNotFound) {
 				return nil
