@@ -34,8 +34,9 @@ import (
 // PIN commit in one store transaction that first checks again that the
 // token has no owner and that the user's tokens did not change
 // (token.Service.CommitAssign). Types whose value can be used again
-// (daypassword, pw, spass, …) are never assigned this way, and the radius
-// type is never asked (its check forwards the value to another server).
+// (daypassword, pw, spass, …) are never assigned this way, and a type
+// that checks remotely (radius) is never asked (its check would forward
+// the value to another server).
 // Disabled, revoked, locked or otherwise unusable tokens are skipped. A
 // failed attempt changes nothing on the candidate tokens.
 
@@ -53,9 +54,6 @@ const (
 	maxAssignOTPLen = 64
 	maxAssignWindow = 10000
 )
-
-// neverClaimed are types whose check is never run to claim a token.
-var neverClaimed = map[string]bool{"radius": true}
 
 // assignSpec is a parsed passthru_assign value.
 type assignSpec struct {
@@ -176,7 +174,7 @@ func (q *req) passthruAssign(ctx context.Context, spec *assignSpec) (string, err
 // assignment: a rejection by auth_max_fail stays a rejection, so the limit
 // also bounds the guessing of OTP values of unassigned tokens.
 func (q *req) autoassign(ctx context.Context, res Response) (Response, error) {
-	if res.Value || res.Challenge || !q.found || q.pol.snap == nil || res.Detail["message"] != MsgNoTokens {
+	if res.Value || res.Challenge || !q.found || q.pol.snap == nil || res.Message != MsgNoTokens {
 		return res, nil
 	}
 	mode, name, err := q.autoassignMode(ctx)
@@ -213,7 +211,9 @@ func (q *req) autoassign(ctx context.Context, res Response) (Response, error) {
 		if got == claimDone {
 			q.note(name)
 			q.logAssign(ctx, c.done, "autoassignment")
-			return Response{Value: true, User: q.u, Detail: detailOne(MsgAutoassigned, c.done)}, nil
+			res := tokenAnswer(q.u, MsgAutoassigned, c.done)
+			res.Value = true
+			return res, nil
 		}
 	}
 	return res, nil
@@ -291,7 +291,7 @@ func (q *req) newClaimer(ctx context.Context) (*claimer, error) {
 	now := q.v.cfg.Now()
 	c := &claimer{q: q}
 	for _, t := range toks {
-		if neverClaimed[t.Type] || svc.Unusable(t, now) != "" {
+		if svc.Types().ChecksRemotely(t.Type) || svc.Unusable(t, now) != "" {
 			continue
 		}
 		c.cands = append(c.cands, t)

@@ -31,17 +31,12 @@ func (q *req) genericChallenge(ctx context.Context, t *token.Token, kind, msg st
 	if _, err := svc.CreateGenericChallenge(ctx, t, txid, kind, data); err != nil {
 		return Response{}, err
 	}
-	entry := map[string]any{"transaction_id": txid, "serial": t.Serial, "type": t.Type, "client_mode": "interactive", "message": msg}
-	multi := []map[string]any{entry}
-	d := map[string]any{
-		"message": msg, "messages": []string{msg}, "multi_challenge": multi,
-		"transaction_id": txid, "transaction_ids": []string{txid},
-		"serial": t.Serial, "type": t.Type, "client_mode": "interactive",
-	}
-	if err := q.challengeShape(ctx, d, multi, []string{msg}); err != nil {
+	ch := Challenge{TransactionID: txid, Serial: t.Serial, Type: t.Type, ClientMode: "interactive", Message: msg}
+	res := challengeAnswer(q.u, []Challenge{ch}, msg, []string{txid})
+	if err := q.challengeShape(ctx, &res); err != nil {
 		return Response{}, err
 	}
-	return Response{User: q.u, Challenge: true, Challenges: 1, Detail: d}, nil
+	return res, nil
 }
 
 // resyncChallenge is AUTH resync_via_multichallenge: the first value of
@@ -61,7 +56,7 @@ func (q *req) resyncChallenge(ctx context.Context, t *token.Token) (Response, bo
 // pinChange is AUTH change_pin_via_validate: a success of a token whose
 // PIN change is due becomes a challenge asking for a new PIN.
 func (q *req) pinChange(ctx context.Context, res Response, t *token.Token) (Response, error) {
-	if !res.Value || res.Detail["pin_change"] != true {
+	if !res.Value || !res.PINChange {
 		return res, nil
 	}
 	name, err := q.flag(ctx, policy.ScopeAuthentication, "change_pin_via_validate")
@@ -105,7 +100,7 @@ func (q *req) pinResetAnswer(ctx context.Context, usable []*token.Token, chs []t
 	if err != nil {
 		return Response{}, true, err
 	}
-	gone := Response{User: q.u, Detail: map[string]any{"message": MsgResponseNoMatch, "serial": t.Serial, "type": t.Type}}
+	gone := Response{User: q.u, Message: MsgResponseNoMatch, Serial: t.Serial, Type: t.Type}
 	if len(data) == 0 {
 		// The new PIN, the first time.
 		if err := q.checkNewPIN(ctx, t, q.r.Pass); err != nil {
@@ -138,7 +133,7 @@ func (q *req) pinResetAnswer(ctx context.Context, usable []*token.Token, chs []t
 		if err := svc.ChallengeAnswered(ctx, ch.TransactionID, t.Serial, false); err != nil {
 			return Response{}, true, err
 		}
-		return Response{User: q.u, Detail: map[string]any{"message": MsgPINsDiffer, "serial": t.Serial}}, true, nil
+		return Response{User: q.u, Message: MsgPINsDiffer, Serial: t.Serial}, true, nil
 	}
 	next, err := q.nextPINChange(ctx, now)
 	if err != nil {
@@ -148,7 +143,7 @@ func (q *req) pinResetAnswer(ctx context.Context, usable []*token.Token, chs []t
 	if err != nil || !ok {
 		return gone, true, err
 	}
-	return Response{Value: true, User: q.u, Detail: map[string]any{"message": MsgPINSet, "serial": t.Serial}}, true, nil
+	return Response{Value: true, User: q.u, Message: MsgPINSet, Serial: t.Serial}, true, nil
 }
 
 // checkNewPIN applies the user-scope PIN rules (otp_pin_minlength,

@@ -40,7 +40,7 @@ func (q *req) note(names ...string) {
 
 // query is the policy query for user u.
 func (q *req) query(scope string, u user.User) policy.Query {
-	pq := policy.Query{Scope: scope, Client: q.r.Client, UserAgent: q.r.UserAgent}
+	pq := policy.Query{Scope: scope, Client: q.r.Caller.Client, UserAgent: q.r.Caller.UserAgent}
 	if u.Login != "" {
 		pq.User = policy.Str(u.Login)
 	}
@@ -83,7 +83,7 @@ func (q *req) setAll(ctx context.Context) (*policy.Scoped, error) {
 		return nil, nil
 	}
 	if q.pol.authzAll == nil {
-		sc, err := q.pol.snap.Scoped(ctx, policy.Query{Scope: policy.ScopeAuthorization, Client: q.r.Client, UserAgent: q.r.UserAgent})
+		sc, err := q.pol.snap.Scoped(ctx, policy.Query{Scope: policy.ScopeAuthorization, Client: q.r.Caller.Client, UserAgent: q.r.Caller.UserAgent})
 		if err != nil {
 			return nil, err
 		}

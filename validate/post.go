@@ -39,7 +39,7 @@ func (q *req) passthru(ctx context.Context) (Response, bool, error) {
 			return Response{}, false, err
 		}
 		q.note(name)
-		return Response{Value: true, User: q.u, Detail: map[string]any{"message": fmt.Sprintf("against userstore due to '%s'", name)}}, true, nil
+		return Response{Value: true, User: q.u, Message: fmt.Sprintf("against userstore due to '%s'", name)}, true, nil
 	}
 	assign, err := q.passthruAssignSpec(ctx)
 	if err != nil {
@@ -65,7 +65,7 @@ func (q *req) passthru(ctx context.Context) (Response, bool, error) {
 	if err != nil {
 		return Response{}, false, err
 	}
-	return Response{Value: true, User: q.u, Detail: map[string]any{"message": prefix + fmt.Sprintf("against RADIUS server %s due to '%s'", v, name)}}, true, nil
+	return Response{Value: true, User: q.u, Message: prefix + fmt.Sprintf("against RADIUS server %s due to '%s'", v, name)}, true, nil
 }
 
 // post applies the policies that shape a decision of /validate/check, in
@@ -77,7 +77,7 @@ func (q *req) post(ctx context.Context, res Response) (Response, error) {
 	if !q.pol.any() {
 		return res, nil
 	}
-	typ, _ := res.Detail["type"].(string)
+	typ := res.Type
 	if res.Value {
 		if err := q.tokenChecks(ctx, res); err != nil {
 			return res, err
@@ -98,7 +98,7 @@ func (q *req) post(ctx context.Context, res Response) (Response, error) {
 		return res, err
 	} else if name != "" {
 		q.note(name)
-		res.Detail = nil
+		res.NoDetail = true
 	}
 	if err := q.authorized(ctx); err != nil {
 		return res, err
@@ -113,7 +113,7 @@ func (q *req) post(ctx context.Context, res Response) (Response, error) {
 			return res, err
 		} else if name != "" {
 			q.note(name)
-			res.Detail = map[string]any{"message": MsgAuthFailed}
+			res = Response{User: res.User, Message: MsgAuthFailed, SendFailed: res.SendFailed}
 		}
 	}
 	return res, nil
@@ -140,7 +140,7 @@ func (q *req) authorized(ctx context.Context) error {
 // serial must match a serial policy, its type be listed by a tokentype
 // policy, and its tokeninfo match every tokeninfo policy.
 func (q *req) tokenChecks(ctx context.Context, res Response) error {
-	serial, _ := res.Detail["serial"].(string)
+	serial := res.Serial
 	if serial == "" {
 		return nil
 	}
@@ -166,7 +166,7 @@ func (q *req) tokenChecks(ctx context.Context, res Response) error {
 			return ErrSerialNotAllowed
 		}
 	}
-	if typ, _ := res.Detail["type"].(string); typ != "" {
+	if typ := res.Type; typ != "" {
 		sc, err := q.set(ctx, policy.ScopeAuthorization)
 		if err != nil {
 			return err
@@ -221,9 +221,6 @@ func (q *req) addUser(ctx context.Context, res *Response) error {
 	if err != nil || sc.Empty() {
 		return err
 	}
-	if res.Detail == nil {
-		res.Detail = map[string]any{}
-	}
 	if name, err := flagOf(sc, "add_user_in_response"); err != nil {
 		return err
 	} else if name != "" && res.User.Found() {
@@ -245,21 +242,21 @@ func (q *req) addUser(ctx context.Context, res *Response) error {
 			}
 		}
 		q.note(name)
-		res.Detail["user"] = info
+		res.UserAttributes = info
 	}
 	if name, err := flagOf(sc, "add_resolver_in_response"); err != nil {
 		return err
 	} else if name != "" {
 		q.note(name)
-		res.Detail["user-resolver"] = res.User.Resolver
-		res.Detail["user-realm"] = res.User.Realm
+		res.AddResolver = true
 	}
 	return nil
 }
 
 // challengeShape applies preferred_client_mode and the challenge text
-// header and footer to a challenge detail.
-func (q *req) challengeShape(ctx context.Context, d map[string]any, multi []map[string]any, messages []string) error {
+// header and footer to a challenge answer.
+func (q *req) challengeShape(ctx context.Context, res *Response) error {
+	multi, messages := res.Challenges, res.Messages
 	modes := []string{"interactive", "webauthn", "poll"}
 	v, name, err := q.valueNamed(ctx, policy.ScopeAuthentication, "preferred_client_mode")
 	if err != nil {
@@ -271,7 +268,7 @@ func (q *req) challengeShape(ctx context.Context, d map[string]any, multi []map[
 	}
 	preferred := "interactive"
 	for _, m := range modes {
-		if slices.ContainsFunc(multi, func(c map[string]any) bool { return c["client_mode"] == m }) {
+		if slices.ContainsFunc(multi, func(c Challenge) bool { return c.ClientMode == m }) {
 			preferred = m
 			break
 		}
@@ -281,7 +278,7 @@ func (q *req) challengeShape(ctx context.Context, d map[string]any, multi []map[
 	} else if m != "" {
 		preferred = m
 	}
-	d["preferred_client_mode"] = preferred
+	res.PreferredClientMode = preferred
 
 	header, hname, err := q.valueNamed(ctx, policy.ScopeAuthentication, "challenge_text_header")
 	if err != nil || header == "" {
@@ -305,6 +302,6 @@ func (q *req) challengeShape(ctx context.Context, d map[string]any, multi []map[
 		b.WriteString("\n" + strings.Join(texts, ", ") + "\n")
 	}
 	b.WriteString(footer)
-	d["message"] = b.String()
+	res.Message = b.String()
 	return nil
 }
