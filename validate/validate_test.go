@@ -914,3 +914,76 @@ func TestAuditInCommit(t *testing.T) {
 		t.Fatalf("error row %v", rows[len(rows)-1])
 	}
 }
+
+// TestAuthRecordsCountAndPrune: auth_max_fail counts the typed
+// authentication records of checks and of user logins (RecordLogin), a
+// triggered challenge is no failure, and Prune removes records older than
+// every window (at least a day).
+func TestAuthRecordsCountAndPrune(t *testing.T) {
+	e := newEnv(t, token.Settings{})
+	e.v = validate.New(validate.Config{Tokens: e.tokens, Realms: e.realms, Policies: e.pol, Now: e.clk.Now, Audit: e.audit, Store: e.st})
+	e.enroll(t, "hotp", "AR1", "alice", "realm1", rfcKey, "pin")
+	e.scopedPolicy(t, "maxfail", policy.ScopeAuthorization, "auth_max_fail=2/10m")
+	e.scopedPolicy(t, "cr", policy.ScopeAuthentication, "challenge_response=hotp")
+	records := func() int {
+		n := 0
+		if err := e.st.View(t.Context(), func(tx store.Tx) error {
+			return tx.Bucket("authlog").ForEach(nil, func(_, _ []byte) error { n++; return nil })
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for range 3 {
+		if res := e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin"}); !res.Challenge {
+			t.Fatalf("want a challenge, got %+v", res)
+		}
+	}
+	want(t, e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin000000"}), false, "wrong otp value")
+	// One failed user login and one failed check make two failures.
+	u, _, err := e.realms.Resolve(t.Context(), "alice", "realm1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.v.RecordLogin(t.Context(), u, false); err != nil {
+		t.Fatal(err)
+	}
+	want(t, e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin" + rfcHOTP[0]}), false, "Only 2 failed authentications per 0:10:00 allowed.")
+	// Another user is not counted.
+	e.enroll(t, "hotp", "AR2", "bob", "realm1", rfcKey, "pin")
+	want(t, e.check(t, validate.Request{User: "bob", Realm: "realm1", Pass: "pin" + rfcHOTP[0]}), true, "matching 1 tokens")
+	if n := records(); n != 7 {
+		t.Fatalf("%d records, want 7", n)
+	}
+	e.clk.Add(11 * time.Minute)
+	want(t, e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin" + rfcHOTP[1]}), true, "matching 1 tokens")
+	if n, err := e.v.Prune(t.Context()); err != nil || n != 0 {
+		t.Fatalf("prune within a day: %d, %v", n, err)
+	}
+	e.clk.Add(25 * time.Hour)
+	e.scopedPolicy(t, "maxfail", policy.ScopeAuthorization, "auth_max_fail=2/2d")
+	if n, err := e.v.Prune(t.Context()); err != nil || n != 0 {
+		t.Fatalf("prune within a 2d window: %d, %v", n, err)
+	}
+	e.clk.Add(24 * time.Hour)
+	if n, err := e.v.Prune(t.Context()); err != nil || n != 8 {
+		t.Fatalf("prune after the window: %d, %v", n, err)
+	}
+	if n := records(); n != 0 {
+		t.Fatalf("%d records left", n)
+	}
+}
+
+// TestAuditWithoutClient: a client that left before the decision was
+// written does not stop its audit entry.
+func TestAuditWithoutClient(t *testing.T) {
+	e := newEnv(t, token.Settings{})
+	e.enroll(t, "hotp", "GC1", "alice", "realm1", rfcKey, "pin")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, _ = e.v.Check(ctx, validate.Request{User: "alice", Realm: "realm1", Pass: "pin" + rfcHOTP[0]})
+	rows := e.auditRows(t)
+	if len(rows) != 1 || rows[0]["user"] != "alice" || rows[0]["action"] != validate.ActionCheck {
+		t.Fatalf("rows %v", rows)
+	}
+}
