@@ -104,7 +104,7 @@ func parsePassthruAssign(v string) (assignSpec, bool) {
 // passthruAssignSpec returns the passthru_assign policy of the request, nil
 // when none applies; a value that does not parse is a policy error.
 func (q *req) passthruAssignSpec(ctx context.Context) (*assignSpec, error) {
-	sc, err := q.set(ctx, policy.ScopeAuthentication)
+	sc, err := q.pol.set(ctx, policy.ScopeAuthentication)
 	if err != nil || sc.Empty() {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (q *req) passthruAssignSpec(ctx context.Context) (*assignSpec, error) {
 	}
 	s, ok := parsePassthruAssign(v)
 	if !ok {
-		q.note(names...)
+		q.pol.note(names...)
 		return nil, errPolicyValue("passthru_assign", v)
 	}
 	s.name = names[0]
@@ -155,7 +155,7 @@ func (q *req) passthruAssign(ctx context.Context, spec *assignSpec) (string, err
 			return "", err
 		}
 		if got == claimDone {
-			q.note(spec.name)
+			q.pol.note(spec.name)
 			q.logAssign(ctx, c.done, "passthru_assign")
 			return "auto-assigned " + c.done.Serial + ", ", nil
 		}
@@ -209,7 +209,7 @@ func (q *req) autoassign(ctx context.Context, res Response) (Response, error) {
 			return res, nil
 		}
 		if got == claimDone {
-			q.note(name)
+			q.pol.note(name)
 			q.logAssign(ctx, c.done, "autoassignment")
 			res := tokenAnswer(q.u, MsgAutoassigned, c.done)
 			res.Value = true
@@ -224,7 +224,7 @@ func (q *req) autoassign(ctx context.Context, res Response) (Response, error) {
 // autoassignment (the boolean of old privacyIDEA versions) is any_pin;
 // another value is a policy error.
 func (q *req) autoassignMode(ctx context.Context) (string, string, error) {
-	sc, err := q.set(ctx, policy.ScopeEnrollment)
+	sc, err := q.pol.set(ctx, policy.ScopeEnrollment)
 	if err != nil || sc.Empty() {
 		return "", "", err
 	}
@@ -243,7 +243,7 @@ func (q *req) autoassignMode(ctx context.Context) (string, string, error) {
 	case autoAnyPIN, autoUserstore:
 		return m, names[0], nil
 	}
-	q.note(names...)
+	q.pol.note(names...)
 	return "", "", errPolicyValue("autoassignment", v)
 }
 
@@ -302,7 +302,7 @@ func (q *req) newClaimer(ctx context.Context) (*claimer, error) {
 	// The count the decision saw, not a new reading: a token that
 	// another request assigned since then must stop this one.
 	c.owned = q.owned
-	name, err := q.flag(ctx, policy.ScopeEnrollment, "encrypt_pin")
+	name, err := q.pol.flag(ctx, policy.ScopeEnrollment, "encrypt_pin")
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ type cachePolicy struct {
 }
 
 func (q *req) cachePolicy(ctx context.Context) (cachePolicy, error) {
-	sc, err := q.set(ctx, policy.ScopeAuthentication)
+	sc, err := q.pol.set(ctx, policy.ScopeAuthentication)
 	if err != nil || sc.Empty() {
 		return cachePolicy{}, err
 	}

@@ -65,7 +65,7 @@ func (q *req) modeOn(ctx context.Context) (string, error) {
 	if q.v.cfg.Store == nil || !q.found || q.u.UID == "" {
 		return "", nil
 	}
-	return q.flag(ctx, policy.ScopeAuthentication, "client_mode_per_user")
+	return q.pol.flag(ctx, policy.ScopeAuthentication, "client_mode_per_user")
 }
 
 // rememberClientMode stores typ as the last used token type of the user
@@ -78,7 +78,7 @@ func (q *req) rememberClientMode(ctx context.Context, typ string) error {
 	if err != nil || name == "" {
 		return err
 	}
-	q.note(name)
+	q.pol.note(name)
 	agent, key := agentName(q.r.Caller.UserAgent), modeKey(q.u)
 	if last, err := q.lastType(ctx); err != nil || last == typ {
 		return err
@@ -139,7 +139,7 @@ func (q *req) userClientMode(ctx context.Context, multi []Challenge) (string, er
 	for _, c := range multi {
 		if c.Type == typ {
 			if mode := c.ClientMode; mode != "" {
-				q.note(name)
+				q.pol.note(name)
 				return mode, nil
 			}
 		}

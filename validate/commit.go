@@ -58,7 +58,7 @@ func (q *req) commit(ctx context.Context, snapshot *token.Token, m token.Match, 
 	}
 	q.a.written = wrote
 	if tooOld {
-		q.note(name)
+		q.pol.note(name)
 		return t, stale, nil
 	}
 	return t, "", nil
@@ -76,16 +76,16 @@ func (q *req) recordWrite(ctx context.Context, msg string, snapshot *token.Token
 		return nil, nil
 	}
 	if snapshot.Assigned() {
-		if name, err := q.flag(ctx, policy.ScopeAuthentication, "reset_all_user_tokens"); err != nil || name != "" {
+		if name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "reset_all_user_tokens"); err != nil || name != "" {
 			return nil, err
 		}
 	}
 	// enroll_via_multichallenge may turn the success into a challenge.
-	if v, err := q.value(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge"); err != nil || v != "" {
+	if v, err := q.pol.value(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge"); err != nil || v != "" {
 		return nil, err
 	}
 	// client_mode_per_user notes its policy after the commit.
-	if name, err := q.flag(ctx, policy.ScopeAuthentication, "client_mode_per_user"); err != nil || name != "" {
+	if name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "client_mode_per_user"); err != nil || name != "" {
 		return nil, err
 	}
 	if _, _, due := token.PINChangeDue(snapshot, q.v.cfg.Now()); due {
@@ -129,7 +129,7 @@ func (q *req) failRecord(ctx context.Context, res Response) (func(store.Tx) erro
 	if q.a == nil || (q.pol.snap != nil && q.pol.snap.Active(policy.ScopeAuthorization)) {
 		return nil, nil
 	}
-	if name, err := q.flag(ctx, policy.ScopeAuthentication, "hide_specific_error_message"); err != nil || name != "" {
+	if name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "hide_specific_error_message"); err != nil || name != "" {
 		return nil, err
 	}
 	return q.a.inTx(res, q.pol.used, q), nil

@@ -87,7 +87,7 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 	if len(toks) == 0 {
 		return Response{}, ErrAllRevoked
 	}
-	if v, err := q.value(ctx, policy.ScopeAuthentication, "disabled_token_types"); err != nil {
+	if v, err := q.pol.value(ctx, policy.ScopeAuthentication, "disabled_token_types"); err != nil {
 		return Response{}, err
 	} else if v != "" {
 		off := strings.Fields(strings.ToLower(v))
@@ -116,7 +116,7 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 		return Response{User: q.u, Message: strings.Join(reasons, ", ")}, nil
 	}
 
-	mode, err := q.value(ctx, policy.ScopeAuthentication, "otppin")
+	mode, err := q.pol.value(ctx, policy.ScopeAuthentication, "otppin")
 	if err != nil {
 		return Response{}, err
 	}
@@ -169,7 +169,7 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 	}
 
 	// Phase 2: no success. PIN alone → challenge; PIN right → wrong OTP.
-	crTypes, err := q.value(ctx, policy.ScopeAuthentication, "challenge_response")
+	crTypes, err := q.pol.value(ctx, policy.ScopeAuthentication, "challenge_response")
 	if err != nil {
 		return Response{}, err
 	}
@@ -254,11 +254,11 @@ func (q *req) resetAll(ctx context.Context, t *token.Token) error {
 	if !t.Assigned() {
 		return nil
 	}
-	name, err := q.flag(ctx, policy.ScopeAuthentication, "reset_all_user_tokens")
+	name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "reset_all_user_tokens")
 	if err != nil || name == "" {
 		return err
 	}
-	q.note(name)
+	q.pol.note(name)
 	toks, err := q.v.cfg.Tokens.ByOwner(ctx, *t.Owner)
 	if err != nil {
 		return err
@@ -372,11 +372,11 @@ func (q *req) trigger(ctx context.Context, toks []*token.Token) (Response, error
 	if err != nil {
 		return Response{}, err
 	}
-	text, err := q.value(ctx, policy.ScopeAuthentication, "challenge_text")
+	text, err := q.pol.value(ctx, policy.ScopeAuthentication, "challenge_text")
 	if err != nil {
 		return Response{}, err
 	}
-	incFail, err := q.flag(ctx, policy.ScopeAuthentication, "increase_failcounter_on_challenge")
+	incFail, err := q.pol.flag(ctx, policy.ScopeAuthentication, "increase_failcounter_on_challenge")
 	if err != nil {
 		return Response{}, err
 	}
@@ -403,7 +403,7 @@ func (q *req) trigger(ctx context.Context, toks []*token.Token) (Response, error
 		msg := res.Message
 		if !svc.Types().ChallengesOnPIN(t.Type) {
 			// <type>_challenge_text wins over challenge_text.
-			own, err := q.value(ctx, policy.ScopeAuthentication, t.Type+"_challenge_text")
+			own, err := q.pol.value(ctx, policy.ScopeAuthentication, t.Type+"_challenge_text")
 			if err != nil {
 				return Response{}, err
 			}
@@ -424,7 +424,7 @@ func (q *req) trigger(ctx context.Context, toks []*token.Token) (Response, error
 		}
 		tids = append(tids, txid)
 		if incFail != "" {
-			q.note(incFail)
+			q.pol.note(incFail)
 			if err := svc.Fail(ctx, t.Serial, false); err != nil {
 				return Response{}, err
 			}

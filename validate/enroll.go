@@ -80,7 +80,7 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 	if !res.Value || !q.found || q.r.User == "" || q.r.Serial != "" {
 		return res, nil
 	}
-	typ, name, err := q.valueNamed(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge")
+	typ, name, err := q.pol.valueNamed(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge")
 	typ = strings.ToLower(strings.TrimSpace(typ))
 	if err != nil || typ == "" {
 		return res, err
@@ -119,11 +119,11 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 		}
 		return res, err
 	}
-	optName, err := q.flag(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge_optional")
+	optName, err := q.pol.flag(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge_optional")
 	if err != nil {
 		return res, err
 	}
-	text, textName, err := q.valueNamed(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge_text")
+	text, textName, err := q.pol.valueNamed(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge_text")
 	if err != nil {
 		return res, err
 	}
@@ -162,7 +162,7 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 		log.Warn().Err(err).Str("serial", t.Serial).Msg("enroll_via_multichallenge: the challenge of the new token could not be sent")
 		return res, nil
 	}
-	q.note(name, textName, optName)
+	q.pol.note(name, textName, optName)
 	msg := text
 	if msg == "" {
 		msg = MsgEnrollScan
@@ -197,12 +197,12 @@ func (q *req) enrollAllowed(ctx context.Context, toks []*token.Token, pending *t
 	if pending != nil {
 		return true, nil
 	}
-	if v, err := q.value(ctx, policy.ScopeEnrollment, "max_token_per_user"); err != nil {
+	if v, err := q.pol.value(ctx, policy.ScopeEnrollment, "max_token_per_user"); err != nil {
 		return false, err
 	} else if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && len(toks) >= n {
 		return false, nil
 	}
-	v, err := q.value(ctx, policy.ScopeEnrollment, "max_token_per_realm")
+	v, err := q.pol.value(ctx, policy.ScopeEnrollment, "max_token_per_realm")
 	if err != nil {
 		return false, err
 	}
@@ -226,7 +226,7 @@ func (q *req) enrollParams(ctx context.Context, typ string, via token.EnrollVia,
 	p := token.Params{"genkey": "1"}
 	for _, d := range [][2]string{{"hashlib", typ + "_hashlib"}, {"otplen", typ + "_otplen"}, {"timeStep", typ + "_timestep"}} {
 		for _, sc := range []string{policy.ScopeUser, policy.ScopeEnrollment} {
-			v, err := q.value(ctx, sc, d[1])
+			v, err := q.pol.value(ctx, sc, d[1])
 			if err != nil {
 				return nil, err
 			}
@@ -237,7 +237,7 @@ func (q *req) enrollParams(ctx context.Context, typ string, via token.EnrollVia,
 		}
 	}
 	for _, a := range []string{"tokenlabel", "tokenissuer", "appimageurl"} {
-		v, err := q.value(ctx, policy.ScopeEnrollment, a)
+		v, err := q.pol.value(ctx, policy.ScopeEnrollment, a)
 		if err != nil {
 			return nil, err
 		}
@@ -270,7 +270,7 @@ func (q *req) enrollParams(ctx context.Context, typ string, via token.EnrollVia,
 		p["dynamic_phone"] = "1"
 		// The gateway: the first one the user may choose for new SMS
 		// tokens.
-		v, err := q.value(ctx, policy.ScopeUser, "sms_gateways")
+		v, err := q.pol.value(ctx, policy.ScopeUser, "sms_gateways")
 		if err != nil {
 			return nil, err
 		}
@@ -300,7 +300,7 @@ func (q *req) ownerInfo(ctx context.Context) map[string]string {
 func (q *req) challengeOpts(ctx context.Context) (token.Params, error) {
 	opts := token.Params{}
 	for _, a := range challengeOptions {
-		v, err := q.value(ctx, policy.ScopeAuthentication, a)
+		v, err := q.pol.value(ctx, policy.ScopeAuthentication, a)
 		if err != nil {
 			return nil, err
 		}

@@ -95,7 +95,7 @@ type rate struct {
 }
 
 func (q *req) rate(ctx context.Context, action string) (rate, error) {
-	sc, err := q.set(ctx, policy.ScopeAuthorization)
+	sc, err := q.pol.set(ctx, policy.ScopeAuthorization)
 	if err != nil || sc.Empty() {
 		return rate{}, err
 	}
@@ -145,11 +145,11 @@ func (q *req) rateLimit(ctx context.Context, res Response) (Response, error) {
 		return out
 	}
 	if maxFail.per > 0 && fail >= maxFail.n {
-		q.note(maxFail.name)
+		q.pol.note(maxFail.name)
 		return limited(fmt.Sprintf("Only %d failed authentications per %s allowed.", maxFail.n, pyDelta(maxFail.per))), nil
 	}
 	if maxSucc.per > 0 && res.Value && succ >= maxSucc.n {
-		q.note(maxSucc.name)
+		q.pol.note(maxSucc.name)
 		return limited(fmt.Sprintf("Only %d successful authentications per %s allowed.", maxSucc.n, pyDelta(maxSucc.per))), nil
 	}
 	return res, nil
@@ -157,7 +157,7 @@ func (q *req) rateLimit(ctx context.Context, res Response) (Response, error) {
 
 // lastAuthMax returns the AUTHZ last_auth duration, if a policy sets one.
 func (q *req) lastAuthMax(ctx context.Context) (time.Duration, string, error) {
-	sc, err := q.set(ctx, policy.ScopeAuthorization)
+	sc, err := q.pol.set(ctx, policy.ScopeAuthorization)
 	if err != nil || sc.Empty() {
 		return 0, "", err
 	}
@@ -182,4 +182,3 @@ func lastAuthFresh(stored string, maxAge time.Duration, now time.Time) bool {
 	}
 	return false
 }
-

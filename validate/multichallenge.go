@@ -44,11 +44,11 @@ func (q *req) genericChallenge(ctx context.Context, t *token.Token, kind, msg st
 // "wrong otp value" the user is asked for the next value. ok is false
 // when the policy is not set.
 func (q *req) resyncChallenge(ctx context.Context, t *token.Token) (Response, bool, error) {
-	name, err := q.flag(ctx, policy.ScopeAuthentication, "resync_via_multichallenge")
+	name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "resync_via_multichallenge")
 	if err != nil || name == "" {
 		return Response{}, false, err
 	}
-	q.note(name)
+	q.pol.note(name)
 	res, err := q.genericChallenge(ctx, t, token.ChallengeResync, MsgResyncChallenge, nil)
 	return res, true, err
 }
@@ -59,11 +59,11 @@ func (q *req) pinChange(ctx context.Context, res Response, t *token.Token) (Resp
 	if !res.Value || !res.PINChange {
 		return res, nil
 	}
-	name, err := q.flag(ctx, policy.ScopeAuthentication, "change_pin_via_validate")
+	name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "change_pin_via_validate")
 	if err != nil || name == "" {
 		return res, err
 	}
-	q.note(name)
+	q.pol.note(name)
 	return q.genericChallenge(ctx, t, token.ChallengePINReset, MsgNewPIN, nil)
 }
 
@@ -152,14 +152,14 @@ func (q *req) pinResetAnswer(ctx context.Context, usable []*token.Token, chs []t
 // role.
 func (q *req) checkNewPIN(ctx context.Context, t *token.Token, pin string) error {
 	return policy.CheckPINRules(t.Type, pin, func(action string) (string, error) {
-		return q.value(ctx, policy.ScopeUser, action)
+		return q.pol.value(ctx, policy.ScopeUser, action)
 	})
 }
 
 // nextPINChange is when the new PIN must be changed again: ENROLL
 // change_pin_every ("90d") after now, or zero when no policy asks for it.
 func (q *req) nextPINChange(ctx context.Context, now time.Time) (time.Time, error) {
-	v, name, err := q.valueNamed(ctx, policy.ScopeEnrollment, "change_pin_every")
+	v, name, err := q.pol.valueNamed(ctx, policy.ScopeEnrollment, "change_pin_every")
 	if err != nil || v == "" {
 		return time.Time{}, err
 	}
@@ -167,6 +167,6 @@ func (q *req) nextPINChange(ctx context.Context, now time.Time) (time.Time, erro
 	if !ok {
 		return time.Time{}, errPolicyValue("change_pin_every", v)
 	}
-	q.note(name)
+	q.pol.note(name)
 	return now.Add(d), nil
 }

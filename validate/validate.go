@@ -298,6 +298,7 @@ func (v *Validator) start(ctx context.Context, r Request, a *auditor) (*req, err
 
 func (v *Validator) newReq(ctx context.Context, r Request, a *auditor) (*req, error) {
 	q := &req{v: v, r: r, a: a}
+	q.pol.who, q.pol.u = r.Caller, &q.u
 	if r.Policies != nil {
 		q.pol.snap = r.Policies
 	} else if v.cfg.Policies != nil {
@@ -407,7 +408,7 @@ func (q *req) userPath(ctx context.Context) (Response, error) {
 			return Response{}, err
 		}
 		if hit {
-			q.note(cp.names...)
+			q.pol.note(cp.names...)
 			return Response{Value: true, User: q.u, Message: MsgAuthCache}, nil
 		}
 	}
@@ -424,16 +425,16 @@ func (q *req) userPath(ctx context.Context) (Response, error) {
 // rate limits around passthru and the token check.
 func (q *req) userCheck(ctx context.Context) (Response, error) {
 	if !q.found {
-		if name, err := q.flag(ctx, policy.ScopeAuthentication, "passOnNoUser"); err != nil {
+		if name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "passOnNoUser"); err != nil {
 			return Response{}, err
 		} else if name != "" {
-			q.note(name)
+			q.pol.note(name)
 			return Response{Value: true, User: q.u, Message: fmt.Sprintf("user does not exist, accepted due to '%s'", name)}, nil
 		}
-		if name, err := q.flag(ctx, policy.ScopeAuthentication, "hide_specific_error_message"); err != nil {
+		if name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "hide_specific_error_message"); err != nil {
 			return Response{}, err
 		} else if name != "" {
-			q.note(name)
+			q.pol.note(name)
 			return Response{}, ErrAuthFailed
 		}
 		return Response{}, errUnknownUser(q)
@@ -446,10 +447,10 @@ func (q *req) userCheck(ctx context.Context) (Response, error) {
 	if n, err := q.countIgnoring(ctx, toks, "passonnotoken_ignore_rollout_state"); err != nil {
 		return Response{}, err
 	} else if n == 0 {
-		if name, err := q.flag(ctx, policy.ScopeAuthentication, "passOnNoToken"); err != nil {
+		if name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "passOnNoToken"); err != nil {
 			return Response{}, err
 		} else if name != "" {
-			q.note(name)
+			q.pol.note(name)
 			return Response{Value: true, User: q.u, Message: fmt.Sprintf("user has no token, accepted due to '%s'", name)}, nil
 		}
 	}
@@ -471,7 +472,7 @@ func (q *req) tokenCheck(ctx context.Context, toks []*token.Token) (Response, er
 			return res, err
 		}
 	}
-	name, err := q.flag(ctx, policy.ScopeAuthentication, "force_challenge_response")
+	name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "force_challenge_response")
 	if err != nil {
 		return Response{}, err
 	}
@@ -492,7 +493,7 @@ func (q *req) countIgnoring(ctx context.Context, toks []*token.Token, action str
 	if len(toks) == 0 {
 		return 0, nil
 	}
-	v, err := q.value(ctx, policy.ScopeAuthentication, action)
+	v, err := q.pol.value(ctx, policy.ScopeAuthentication, action)
 	if err != nil {
 		return 0, err
 	}
@@ -511,7 +512,7 @@ func (q *req) filterType(ctx context.Context, toks []*token.Token) ([]*token.Tok
 	if q.r.Type == "" {
 		return toks, nil
 	}
-	name, err := q.flag(ctx, policy.ScopeAuthorization, "application_tokentype")
+	name, err := q.pol.flag(ctx, policy.ScopeAuthorization, "application_tokentype")
 	if err != nil || name == "" {
 		return toks, err
 	}
