@@ -160,15 +160,18 @@ func (a *auditor) inTx(res Response, used []string, q *req) func(store.Tx) error
 		if _, err := l.WritePrepared(tx, p); err != nil {
 			return err
 		}
+		if rec == nil {
+			return nil
+		}
 		return rec(tx)
 	}
 }
 
 // record returns the write of the authentication record of q's user, or
-// a no-op when nothing is counted.
+// nil when nothing is counted.
 func (a *auditor) record(q *req, result string) func(store.Tx) error {
-	if result == "" || q == nil || q.u.Login == "" || a.v.cfg.Store == nil {
-		return func(store.Tx) error { return nil }
+	if result == "" || q == nil || q.u.Login == "" || a.v.cfg.Store == nil || !countingPolicies(q.pol.snap) {
+		return nil
 	}
 	return a.v.authRecord(q.u.Login, q.u.Realm, result, a.v.cfg.Now())
 }
@@ -188,13 +191,11 @@ func (a *auditor) finish(ctx context.Context, q *req, res Response, err error) (
 	}
 	ctx = context.WithoutCancel(ctx)
 	e := a.entry(res, used, err)
-	result := a.outcome(res, err)
 	var werr error
-	if result == "" || q == nil || q.u.Login == "" || a.v.cfg.Store == nil {
+	if rec := a.record(q, a.outcome(res, err)); rec == nil {
 		_, werr = a.v.cfg.Audit.Write(ctx, e)
 	} else {
 		p := a.v.cfg.Audit.Prepare(e)
-		rec := a.record(q, result)
 		werr = a.v.cfg.Store.Update(ctx, func(tx store.Tx) error {
 			if _, err := a.v.cfg.Audit.WritePrepared(tx, p); err != nil {
 				return err

@@ -18,8 +18,10 @@ import (
 // sequence number, so that auth_max_fail and auth_max_success count a
 // user's results in a window with one ordered walk, whatever the audit
 // log's routes are named. It is written in the transaction of the
-// request's audit entry, and Prune removes records older than every
-// window a policy sets.
+// request's audit entry while an authorization policy is active (the
+// counting policies are of that scope: without one, the success path
+// writes nothing more than its token and audit entry), and Prune removes
+// records older than every window a policy sets.
 const (
 	authLogBucket = "authlog"
 	authLogSchema = 1
@@ -56,6 +58,13 @@ func authLogTime(k []byte) (time.Time, bool) {
 	return time.Unix(0, int64(binary.BigEndian.Uint64(k[len(k)-16:]))), true
 }
 
+// countingPolicies reports whether snap may hold a policy that counts
+// authentication results (auth_max_fail and auth_max_success are
+// authorization policies).
+func countingPolicies(snap *policy.Snapshot) bool {
+	return snap != nil && snap.Active(policy.ScopeAuthorization)
+}
+
 // authRecord returns the write of one authentication result.
 func (v *Validator) authRecord(login, realmName, result string, at time.Time) func(store.Tx) error {
 	val, err := json.Marshal(authLogRecord{Versioned: store.Versioned{Schema: authLogSchema}, Result: result})
@@ -76,8 +85,12 @@ func (v *Validator) authRecord(login, realmName, result string, at time.Time) fu
 // password (POST /auth): auth_max_fail and auth_max_success count it as
 // they count checks.
 func (v *Validator) RecordLogin(ctx context.Context, u user.User, ok bool) error {
-	if v.cfg.Store == nil || u.Login == "" {
+	if v.cfg.Store == nil || u.Login == "" || v.cfg.Policies == nil {
 		return nil
+	}
+	snap, err := v.cfg.Policies.Snapshot(ctx)
+	if err != nil || !countingPolicies(snap) {
+		return err
 	}
 	result := AuthReject
 	if ok {
