@@ -546,3 +546,24 @@ func TestValidateNoPolicyNoExtraReads(t *testing.T) {
 		t.Error("auth_cache did not write the cache")
 	}
 }
+
+// TestValidateAuthMaxFailCountsUserLogins: failed POST /auth logins of a
+// realm user count under auth_max_fail as failed checks do, and a
+// successful login counts under auth_max_success.
+func TestValidateAuthMaxFailCountsUserLogins(t *testing.T) {
+	e, tok := tokenEnv(t)
+	hotp(t, e, tok, "AL1", "alice", "pin")
+	setPolicy(t, e, tok, "maxfail", "authorization", "auth_max_fail=2/1m")
+	for range 2 {
+		r := e.do(t, "POST", "/auth", formType, form("username", "alice@realm1", "password", "wrong"), nil)
+		if r.status != 401 {
+			t.Fatalf("wrong password: %d %s", r.status, r.body)
+		}
+	}
+	wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "pass", "pin"+rfcHOTP[0]), false, "Only 2 failed authentications per 0:01:00 allowed.")
+	e.clk.add(61 * time.Second)
+	delPolicy(t, e, tok, "maxfail")
+	setPolicy(t, e, tok, "maxsucc", "authorization", "auth_max_success=1/1m")
+	userLogin(t, e, "alice@realm1", "alice-Pw1")
+	wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "pass", "pin"+rfcHOTP[1]), false, "Only 1 successful authentications per 0:01:00 allowed.")
+}

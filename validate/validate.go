@@ -17,9 +17,16 @@
 // come from one snapshot per request (one store read), so a request
 // without policies costs nothing extra.
 //
+// Every request (Check, Trigger, Poll) writes its own audit entry from
+// the typed caller it receives, in the transaction that commits its token
+// changes where nothing after that commit can change the answer; the
+// answer is typed (Response), and privacyIDEA's detail object is built by
+// the HTTP layer. auth_max_fail and auth_max_success count the typed
+// authentication records of the bucket authlog.
+//
 // Package validate sits on floor 4: it imports token, realm, policy,
-// resolver, user, audit, store, apierr and internal/radclient (the answer
-// codes of a RADIUS passthru), and nothing that knows HTTP.
+// resolver, user, audit, caller, store, apierr and internal/radclient (the
+// answer codes of a RADIUS passthru), and nothing that knows HTTP.
 package validate
 
 import (
