@@ -103,8 +103,8 @@ func parsePassthruAssign(v string) (assignSpec, bool) {
 
 // passthruAssignSpec returns the passthru_assign policy of the request, nil
 // when none applies; a value that does not parse is a policy error.
-func (q *req) passthruAssignSpec(ctx context.Context) (*assignSpec, error) {
-	sc, err := q.pol.set(ctx, policy.ScopeAuthentication)
+func (p *policies) passthruAssignSpec(ctx context.Context) (*assignSpec, error) {
+	sc, err := p.set(ctx, policy.ScopeAuthentication)
 	if err != nil || sc.Empty() {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (q *req) passthruAssignSpec(ctx context.Context) (*assignSpec, error) {
 	}
 	s, ok := parsePassthruAssign(v)
 	if !ok {
-		q.pol.note(names...)
+		p.note(names...)
 		return nil, errPolicyValue("passthru_assign", v)
 	}
 	s.name = names[0]
@@ -177,7 +177,7 @@ func (q *req) autoassign(ctx context.Context, res Response) (Response, error) {
 	if res.Value || res.Challenge || !q.found || q.pol.snap == nil || res.Message != MsgNoTokens {
 		return res, nil
 	}
-	mode, name, err := q.autoassignMode(ctx)
+	mode, name, err := q.pol.autoassignMode(ctx)
 	if err != nil || mode == "" {
 		return res, err
 	}
@@ -223,8 +223,8 @@ func (q *req) autoassign(ctx context.Context, res Response) (Response, error) {
 // policies ("" when none applies) and the policy's name. A bare
 // autoassignment (the boolean of old privacyIDEA versions) is any_pin;
 // another value is a policy error.
-func (q *req) autoassignMode(ctx context.Context) (string, string, error) {
-	sc, err := q.pol.set(ctx, policy.ScopeEnrollment)
+func (p *policies) autoassignMode(ctx context.Context) (string, string, error) {
+	sc, err := p.set(ctx, policy.ScopeEnrollment)
 	if err != nil || sc.Empty() {
 		return "", "", err
 	}
@@ -243,7 +243,7 @@ func (q *req) autoassignMode(ctx context.Context) (string, string, error) {
 	case autoAnyPIN, autoUserstore:
 		return m, names[0], nil
 	}
-	q.pol.note(names...)
+	p.note(names...)
 	return "", "", errPolicyValue("autoassignment", v)
 }
 

@@ -16,7 +16,7 @@ import (
 // it for the rejection message.
 func (q *req) commit(ctx context.Context, snapshot *token.Token, m token.Match, msg string) (t *token.Token, stale string, err error) {
 	serial := snapshot.Serial
-	maxAge, name, err := q.lastAuthMax(ctx)
+	maxAge, name, err := q.pol.lastAuthMax(ctx)
 	if err != nil {
 		return nil, "", err
 	}

@@ -383,7 +383,7 @@ func (q *req) trigger(ctx context.Context, toks []*token.Token) (Response, error
 	// Only policies shape a challenge: the texts, the mail subject, the
 	// validity and the server to send through never come from the
 	// (anonymous) request.
-	opts, err := q.challengeOpts(ctx)
+	opts, err := q.pol.challengeOpts(ctx)
 	if err != nil {
 		return Response{}, err
 	}
@@ -527,7 +527,7 @@ func (v *Validator) trigger(ctx context.Context, r Request, a *auditor) (*req, R
 		}
 		res = out
 	}
-	return q, res, q.authorized(ctx)
+	return q, res, q.pol.authorized(ctx)
 }
 
 // Poll is /validate/polltransaction: Value is true once a challenge of

@@ -145,7 +145,7 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 	if optName != "" {
 		session = sessionEnrollOptional
 	}
-	opts, err := q.challengeOpts(ctx)
+	opts, err := q.pol.challengeOpts(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -297,10 +297,10 @@ func (q *req) ownerInfo(ctx context.Context) map[string]string {
 
 // challengeOpts are the AUTH policy values handed to a token type that
 // makes a challenge (texts, mail subject, validity).
-func (q *req) challengeOpts(ctx context.Context) (token.Params, error) {
+func (p *policies) challengeOpts(ctx context.Context) (token.Params, error) {
 	opts := token.Params{}
 	for _, a := range challengeOptions {
-		v, err := q.pol.value(ctx, policy.ScopeAuthentication, a)
+		v, err := p.value(ctx, policy.ScopeAuthentication, a)
 		if err != nil {
 			return nil, err
 		}
@@ -405,7 +405,7 @@ func (v *Validator) cancelEnrollment(ctx context.Context, r Request, a *auditor)
 	q.u, q.found = *t.Owner, true
 	zerolog.Ctx(ctx).Info().Str("component", "validate").Str("user", q.u.Login).Str("realm", q.u.Realm).
 		Str("serial", t.Serial).Msg("enroll_via_multichallenge: enrollment cancelled, token removed")
-	if err := q.authorized(ctx); err != nil {
+	if err := q.pol.authorized(ctx); err != nil {
 		return q, Response{}, err
 	}
 	return q, Response{Value: true, User: q.u, Message: MsgEnrollCancelled}, nil

@@ -94,8 +94,8 @@ type rate struct {
 	name string
 }
 
-func (q *req) rate(ctx context.Context, action string) (rate, error) {
-	sc, err := q.pol.set(ctx, policy.ScopeAuthorization)
+func (p *policies) rate(ctx context.Context, action string) (rate, error) {
+	sc, err := p.set(ctx, policy.ScopeAuthorization)
 	if err != nil || sc.Empty() {
 		return rate{}, err
 	}
@@ -116,11 +116,11 @@ func (q *req) rate(ctx context.Context, action string) (rate, error) {
 // success) to the decision: the user's earlier authentications in the
 // window are counted from the authentication records.
 func (q *req) rateLimit(ctx context.Context, res Response) (Response, error) {
-	maxFail, err := q.rate(ctx, "auth_max_fail")
+	maxFail, err := q.pol.rate(ctx, "auth_max_fail")
 	if err != nil {
 		return res, err
 	}
-	maxSucc, err := q.rate(ctx, "auth_max_success")
+	maxSucc, err := q.pol.rate(ctx, "auth_max_success")
 	if err != nil {
 		return res, err
 	}
@@ -156,8 +156,8 @@ func (q *req) rateLimit(ctx context.Context, res Response) (Response, error) {
 }
 
 // lastAuthMax returns the AUTHZ last_auth duration, if a policy sets one.
-func (q *req) lastAuthMax(ctx context.Context) (time.Duration, string, error) {
-	sc, err := q.pol.set(ctx, policy.ScopeAuthorization)
+func (p *policies) lastAuthMax(ctx context.Context) (time.Duration, string, error) {
+	sc, err := p.set(ctx, policy.ScopeAuthorization)
 	if err != nil || sc.Empty() {
 		return 0, "", err
 	}

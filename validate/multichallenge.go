@@ -103,7 +103,7 @@ func (q *req) pinResetAnswer(ctx context.Context, usable []*token.Token, chs []t
 	gone := Response{User: q.u, Message: MsgResponseNoMatch, Serial: t.Serial, Type: t.Type}
 	if len(data) == 0 {
 		// The new PIN, the first time.
-		if err := q.checkNewPIN(ctx, t, q.r.Pass); err != nil {
+		if err := q.pol.checkNewPIN(ctx, t, q.r.Pass); err != nil {
 			return Response{}, true, err
 		}
 		h, err := svc.HashPIN(ctx, q.r.Pass)
@@ -135,7 +135,7 @@ func (q *req) pinResetAnswer(ctx context.Context, usable []*token.Token, chs []t
 		}
 		return Response{User: q.u, Message: MsgPINsDiffer, Serial: t.Serial}, true, nil
 	}
-	next, err := q.nextPINChange(ctx, now)
+	next, err := q.pol.nextPINChange(ctx, now)
 	if err != nil {
 		return Response{}, true, err
 	}
@@ -150,16 +150,16 @@ func (q *req) pinResetAnswer(ctx context.Context, usable []*token.Token, chs []t
 // otp_pin_maxlength, otp_pin_contents, the <type>_ variants first) to a
 // PIN the user chose: the user sets it, as in /token/setpin of the user
 // role.
-func (q *req) checkNewPIN(ctx context.Context, t *token.Token, pin string) error {
+func (p *policies) checkNewPIN(ctx context.Context, t *token.Token, pin string) error {
 	return policy.CheckPINRules(t.Type, pin, func(action string) (string, error) {
-		return q.pol.value(ctx, policy.ScopeUser, action)
+		return p.value(ctx, policy.ScopeUser, action)
 	})
 }
 
 // nextPINChange is when the new PIN must be changed again: ENROLL
 // change_pin_every ("90d") after now, or zero when no policy asks for it.
-func (q *req) nextPINChange(ctx context.Context, now time.Time) (time.Time, error) {
-	v, name, err := q.pol.valueNamed(ctx, policy.ScopeEnrollment, "change_pin_every")
+func (p *policies) nextPINChange(ctx context.Context, now time.Time) (time.Time, error) {
+	v, name, err := p.valueNamed(ctx, policy.ScopeEnrollment, "change_pin_every")
 	if err != nil || v == "" {
 		return time.Time{}, err
 	}
@@ -167,6 +167,6 @@ func (q *req) nextPINChange(ctx context.Context, now time.Time) (time.Time, erro
 	if !ok {
 		return time.Time{}, errPolicyValue("change_pin_every", v)
 	}
-	q.pol.note(name)
+	p.note(name)
 	return now.Add(d), nil
 }

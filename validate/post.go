@@ -41,7 +41,7 @@ func (q *req) passthru(ctx context.Context) (Response, bool, error) {
 		q.pol.note(name)
 		return Response{Value: true, User: q.u, Message: fmt.Sprintf("against userstore due to '%s'", name)}, true, nil
 	}
-	assign, err := q.passthruAssignSpec(ctx)
+	assign, err := q.pol.passthruAssignSpec(ctx)
 	if err != nil {
 		return Response{}, false, err
 	}
@@ -100,7 +100,7 @@ func (q *req) post(ctx context.Context, res Response) (Response, error) {
 		q.pol.note(name)
 		res.NoDetail = true
 	}
-	if err := q.authorized(ctx); err != nil {
+	if err := q.pol.authorized(ctx); err != nil {
 		return res, err
 	}
 	if res.Value {
@@ -120,8 +120,8 @@ func (q *req) post(ctx context.Context, res Response) (Response, error) {
 }
 
 // authorized is AUTHZ authorized=deny_access.
-func (q *req) authorized(ctx context.Context) error {
-	sc, err := q.pol.set(ctx, policy.ScopeAuthorization)
+func (p *policies) authorized(ctx context.Context) error {
+	sc, err := p.set(ctx, policy.ScopeAuthorization)
 	if err != nil || sc.Empty() {
 		return err
 	}
@@ -130,7 +130,7 @@ func (q *req) authorized(ctx context.Context) error {
 		return err
 	}
 	if strings.EqualFold(v, "deny_access") {
-		q.pol.note(names...)
+		p.note(names...)
 		return ErrNotAuthorized
 	}
 	return nil

@@ -404,7 +404,7 @@ func MsgMatching1() string { return fmt.Sprintf(MsgMatching, 1) }
 // userPath is check_user_pass with its policy wrappers, outermost first:
 // auth_cache, then the user checks.
 func (q *req) userPath(ctx context.Context) (Response, error) {
-	cp, err := q.cachePolicy(ctx)
+	cp, err := q.pol.cachePolicy(ctx)
 	if err != nil {
 		return Response{}, err
 	}
