@@ -313,6 +313,3 @@ func (HOTP) Resync(ctx context.Context, s *Service, t *Token, otp1, otp2 string,
 	}
 	return advanceTo(c1 + 1), true, nil
 }
-
-// EnrollVia implements AuthEnroller: enroll_via_multichallenge can enroll it.
-func (HOTP) EnrollVia() EnrollVia { return EnrollVia{QR: true} }

@@ -127,6 +127,3 @@ func (TOTP) Resync(ctx context.Context, s *Service, t *Token, otp1, otp2 string,
 	drift := int(int64(c2)*int64(step) - now.Unix())
 	return totpAdvance(c2, drift), true, nil
 }
-
-// EnrollVia implements AuthEnroller: enroll_via_multichallenge can enroll it.
-func (TOTP) EnrollVia() EnrollVia { return EnrollVia{QR: true} }
