@@ -235,7 +235,7 @@ func (s *Server) open() error {
 		Types: reg, Settings: c.tokenSettings, Now: c.now, Rand: c.rand})
 	s.realms.SetTokenCheck(token.RealmHasOwners)
 	s.validator = validate.New(validate.Config{Tokens: s.tokens, Realms: s.realms, Policies: s.policies, Resolvers: s.resolvers, Now: c.now,
-		Store: s.st, CacheKey: hkdfSeed(c.encKey, "authsrv auth cache key"), Audit: s.audit})
+		Store: s.st, CacheKey: hkdfSeed(c.encKey, "authsrv auth cache key"), Audit: s.audit, NodeName: c.nodeName})
 	return nil
 }
 
@@ -320,6 +320,9 @@ func (s *Server) Run(ctx context.Context) error {
 			s.cfg.log.Error().Err(err).Str("component", "audit").Msg("audit retention failed")
 		} else if n > 0 {
 			s.cfg.log.Info().Int("removed", n).Str("component", "audit").Msg("audit retention")
+		}
+		if _, err := s.validator.Prune(ctx); err != nil {
+			s.cfg.log.Error().Err(err).Str("component", "validate").Msg("pruning the authentication records failed")
 		}
 		select {
 		case <-ctx.Done():

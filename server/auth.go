@@ -258,9 +258,10 @@ func postAuth(c *call) (answer, error) {
 	}}, nil
 }
 
-// realmUserLogin checks a realm user's password with its resolver. A user
-// that cannot be found, and a user store that is down, both end as wrong
-// credentials for the client; the store failure is logged.
+// realmUserLogin checks a realm user's password with its resolver and
+// records the result of a user it found for the authentication counters.
+// A user that cannot be found, and a user store that is down, both end as
+// wrong credentials for the client; the store failure is logged.
 func (c *call) realmUserLogin(username, realmName, password string) (user.User, bool, error) {
 	login := username
 	if realmName == "" {
@@ -276,7 +277,12 @@ func (c *call) realmUserLogin(username, realmName, password string) (user.User, 
 	ok, err := in.CheckPassword(c.ctx, u.UID, password)
 	if err != nil {
 		zerolog.Ctx(c.ctx).Warn().Err(err).Str("resolver", u.Resolver).Msg("password check for /auth failed")
-		return u, false, nil
+		ok = false
+	}
+	// auth_max_fail and auth_max_success count user logins as they count
+	// checks.
+	if err := c.a.s.Validator().RecordLogin(c.ctx, u, ok); err != nil {
+		return u, false, err
 	}
 	return u, ok, nil
 }

@@ -1,27 +1,50 @@
 package server
 
 import (
+	"errors"
 	"net/http"
-	"slices"
-	"strings"
+
+	"github.com/rs/zerolog/hlog"
 
 	"github.com/authsrv/authsrv/apierr"
-	"github.com/authsrv/authsrv/audit"
-	"github.com/authsrv/authsrv/store"
+	"github.com/authsrv/authsrv/caller"
 	"github.com/authsrv/authsrv/token"
 	"github.com/authsrv/authsrv/validate"
 )
+
+// validateCaller is the caller of a /validate request: the identity of
+// its JWT (none for check), the client, the user agent, the request id
+// and the audit action. Policy conditions of validate do not read
+// headers, so they are not copied on this hot path.
+func (c *call) validateCaller() caller.Caller {
+	who := caller.Caller{Role: caller.APIKey, Client: clientIP(c.r), UserAgent: c.r.UserAgent(),
+		Action: c.r.Method + " " + c.r.URL.Path}
+	if id, ok := hlog.IDFromRequest(c.r); ok {
+		who.RequestID = id.String()
+	}
+	if c.who != nil {
+		who.Name, who.Realm = c.who.Username, c.who.Realm
+		switch c.who.Role {
+		case roleAdmin:
+			who.Role = caller.Admin
+		case roleUser:
+			who.Role = caller.User
+		}
+	}
+	return who
+}
 
 // validateRequest reads the /validate parameters.
 func (c *call) validateRequest(needPass bool) (validate.Request, error) {
 	str := func(k string) string { v, _ := c.p.str(k); return v }
 	r := validate.Request{User: str("user"), Realm: str("realm"), Resolver: str("resolver"), Serial: str("serial"),
-		TransactionID: str("transaction_id"), Type: str("type"), Client: clientIP(c.r), UserAgent: c.r.UserAgent()}
+		TransactionID: str("transaction_id"), Type: str("type"), Caller: c.validateCaller()}
 	if r.TransactionID == "" {
 		r.TransactionID = str("state")
 	}
 	r.OTPOnly = c.p.has("otponly")
 	r.CancelEnrollment = token.IsTrue(str("cancel_enrollment"))
+	r.RaiseSendError = str("exception") == "1"
 	for _, k := range c.p.keys() {
 		if _, isStr := c.p.values[k].(string); !isStr {
 			if k == "pass" || k == "user" || k == "serial" || k == "realm" {
@@ -39,65 +62,27 @@ func (c *call) validateRequest(needPass bool) (validate.Request, error) {
 		r.Pass = str("pass")
 	}
 	r.Policies = c.snap
+	r.PriorPolicies = c.policies
 	r.Options = c.tokenParams()
 	delete(r.Options, "pass")
 	delete(r.Options, "password")
-	c.entry.User, c.entry.Realm, c.entry.Serial = r.User, r.Realm, r.Serial
 	return r, nil
 }
 
-// validateAnswer turns a decision into the answer and the audit entry.
-func (c *call) validateAnswer(res validate.Response) answer {
-	c.policies = append(c.policies, res.Policies...)
-	if res.User.Login != "" {
-		c.entry.User, c.entry.Realm, c.entry.Resolver = res.User.Login, res.User.Realm, res.User.Resolver
-	}
-	if s, ok := res.Detail["serial"].(string); ok {
-		c.entry.Serial = s
-	}
-	if t, ok := res.Detail["type"].(string); ok {
-		c.entry.TokenType = t
-	}
-	if m, ok := res.Detail["message"].(string); ok {
-		c.entry.Info = audit.Text(m, 256)
-	}
-	return answer{value: res.Value, detail: res.Detail, auth: true}
-}
-
-// record prepares the audit entry of a decision (signed here, in the
-// request's goroutine) for the validator to write in the transaction that
-// commits its token changes: one durable commit for both.
-func (c *call) record(res validate.Response) func(store.Tx) error {
-	cc := *c
-	cc.policies = slices.Clone(c.policies)
-	ans := cc.validateAnswer(res)
-	p := c.a.s.Audit().Prepare(c.a.auditEntry(&cc, ans, nil))
-	return func(tx store.Tx) error {
-		_, err := c.a.s.Audit().WritePrepared(tx, p)
-		return err
-	}
-}
-
-// check runs /validate/check (and the shape of samlcheck/radiuscheck).
+// check runs /validate/check (and the shape of samlcheck/radiuscheck);
+// the validator writes the audit entry.
 func (c *call) check() (validate.Response, error) {
 	r, err := c.validateRequest(true)
 	if err != nil {
 		return validate.Response{}, err
 	}
-	r.Record = c.record
-	res, err := c.a.s.Validator().Check(c.ctx, r)
-	c.recorded = res.Recorded
-	if err != nil {
-		c.policies = append(c.policies, res.Policies...)
-		return res, err
-	}
-	if res.SendFailed {
-		if ex, _ := c.p.str("exception"); ex == "1" {
-			msg, _ := res.Detail["message"].(string)
-			return res, apierr.New(apierr.Server, msg)
-		}
-	}
-	return res, nil
+	c.recorded = true
+	return c.a.s.Validator().Check(c.ctx, r)
+}
+
+// validateAnswer is the answer of a decision.
+func validateAnswer(res validate.Response) answer {
+	return answer{value: res.Value, detail: checkDetail(res), auth: true}
 }
 
 // validateCheck is GET/POST /validate/check.
@@ -106,7 +91,7 @@ func validateCheck(c *call) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	return c.validateAnswer(res), nil
+	return validateAnswer(res), nil
 }
 
 // validateSAMLCheck is /validate/samlcheck: value {auth, attributes}.
@@ -115,7 +100,7 @@ func validateSAMLCheck(c *call) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	ans := c.validateAnswer(res)
+	ans := validateAnswer(res)
 	if s, _ := c.p.str("serial"); s != "" {
 		return ans, nil
 	}
@@ -148,7 +133,7 @@ func validateRadiusCheck(c *call) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	ans := c.validateAnswer(res)
+	ans := validateAnswer(res)
 	status := http.StatusBadRequest
 	if res.Value {
 		status = http.StatusNoContent
@@ -162,12 +147,6 @@ func validateRadiusCheck(c *call) (answer, error) {
 	return ans, nil
 }
 
-// errTriggerNoUser is what /validate/triggerchallenge answers for an
-// unknown user: the product description's HTTP 200 with status false and
-// code 905 (privacyIDEA answers 400 with 904 here; /validate/check keeps
-// 904, which FreeRADIUS reads as NOTFOUND).
-var errTriggerNoUser = apierr.New(apierr.Parameter, "The user can not be found in any resolver in this realm!")
-
 // validateTrigger is /validate/triggerchallenge (admin, triggerchallenge):
 // value is the number of challenges made.
 func validateTrigger(c *call) (answer, error) {
@@ -175,21 +154,15 @@ func validateTrigger(c *call) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
+	c.recorded = true
 	res, err := c.a.s.Validator().Trigger(c.ctx, r)
-	if apierr.Is(err, apierr.User) {
-		c.entry.Info = audit.Text(errTriggerNoUser.Error(), 256)
-		return c.errorWithOK(errTriggerNoUser), nil
+	if errors.Is(err, validate.ErrTriggerNoUser) {
+		return c.errorWithOK(validate.ErrTriggerNoUser), nil
 	}
 	if err != nil {
-		c.policies = append(c.policies, res.Policies...)
 		return answer{}, err
 	}
-	if res.Detail == nil {
-		res.Detail = map[string]any{}
-	}
-	ans := c.validateAnswer(res)
-	ans.value = res.Challenges
-	return ans, nil
+	return answer{value: len(res.Challenges), detail: triggerDetail(res), auth: true}, nil
 }
 
 // errorWithOK answers err's error envelope with HTTP 200. It is audited as
@@ -207,17 +180,14 @@ func (c *call) errorWithOK(err *apierr.Error) answer {
 // validatePoll is /validate/polltransaction[/{id}]: true once a challenge
 // of the transaction was answered correctly and not yet used.
 func validatePoll(c *call) (answer, error) {
-	txid, _ := c.p.str("transaction_id")
-	if txid == "" {
-		return answer{}, apierr.MissingParameter("transaction_id")
-	}
-	chs, err := c.a.s.Tokens().Challenges(c.ctx, token.ChallengeFilter{TransactionID: strings.TrimSpace(txid)})
+	str := func(k string) string { v, _ := c.p.str(k); return v }
+	r := validate.Request{Caller: c.validateCaller(), TransactionID: str("transaction_id"),
+		User: str("user"), Realm: str("realm"), Resolver: str("resolver"), Serial: str("serial"), Type: str("type"),
+		PriorPolicies: c.policies}
+	c.recorded = true
+	res, err := c.a.s.Validator().Poll(c.ctx, r)
 	if err != nil {
 		return answer{}, err
 	}
-	ok := false
-	for _, ch := range chs {
-		ok = ok || ch.OTPValid
-	}
-	return answer{value: ok, detail: map[string]any{"challenge_status": map[bool]string{true: "accept", false: "pending"}[ok]}, auth: true}, nil
+	return answer{value: res.Value, detail: map[string]any{"challenge_status": res.ChallengeStatus}, auth: true}, nil
 }

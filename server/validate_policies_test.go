@@ -513,8 +513,9 @@ func (s *recordingStore) counts(bucket string) (reads, writes int) {
 }
 
 // TestValidateNoPolicyNoExtraReads: without policies, /validate/check
-// reads neither the auth cache nor the audit log; with auth_cache and
-// auth_max_fail it does.
+// reads neither the auth cache, the audit log nor the authentication
+// records; with auth_cache and auth_max_fail it reads the cache and the
+// records (not the audit log).
 func TestValidateNoPolicyNoExtraReads(t *testing.T) {
 	st := &recordingStore{Store: storetest.Open(t)}
 	st.reset()
@@ -529,7 +530,7 @@ func TestValidateNoPolicyNoExtraReads(t *testing.T) {
 	st.reset()
 	wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "pass", "pin"+rfcHOTP[0]), true, "matching 1 tokens")
 	wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "pass", "pin000000"), false, "wrong otp value")
-	for _, b := range []string{"authcache", "audit"} {
+	for _, b := range []string{"authcache", "audit", "authlog"} {
 		if r, w := st.counts(b); r != 0 || (b == "authcache" && w != 0) {
 			t.Errorf("without policies: bucket %s read %d, written %d times", b, r, w)
 		}
@@ -538,10 +539,31 @@ func TestValidateNoPolicyNoExtraReads(t *testing.T) {
 	setPolicy(t, e, tok, "maxfail", "authorization", "auth_max_fail=5/1m")
 	st.reset()
 	wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "pass", "pin"+rfcHOTP[1]), true, "matching 1 tokens")
-	if r, _ := st.counts("audit"); r == 0 {
-		t.Error("auth_max_fail did not read the audit log")
+	if r, _ := st.counts("authlog"); r == 0 {
+		t.Error("auth_max_fail did not read the authentication records")
 	}
 	if _, w := st.counts("authcache"); w == 0 {
 		t.Error("auth_cache did not write the cache")
 	}
+}
+
+// TestValidateAuthMaxFailCountsUserLogins: failed POST /auth logins of a
+// realm user count under auth_max_fail as failed checks do, and a
+// successful login counts under auth_max_success.
+func TestValidateAuthMaxFailCountsUserLogins(t *testing.T) {
+	e, tok := tokenEnv(t)
+	hotp(t, e, tok, "AL1", "alice", "pin")
+	setPolicy(t, e, tok, "maxfail", "authorization", "auth_max_fail=2/1m")
+	for range 2 {
+		r := e.do(t, "POST", "/auth", formType, form("username", "alice@realm1", "password", "wrong"), nil)
+		if r.status != 401 {
+			t.Fatalf("wrong password: %d %s", r.status, r.body)
+		}
+	}
+	wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "pass", "pin"+rfcHOTP[0]), false, "Only 2 failed authentications per 0:01:00 allowed.")
+	e.clk.add(61 * time.Second)
+	delPolicy(t, e, tok, "maxfail")
+	setPolicy(t, e, tok, "maxsucc", "authorization", "auth_max_success=1/1m")
+	userLogin(t, e, "alice@realm1", "alice-Pw1")
+	wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "pass", "pin"+rfcHOTP[1]), false, "Only 1 successful authentications per 0:01:00 allowed.")
 }

@@ -76,3 +76,6 @@ func checkPasswordHash(ctx context.Context, s *Service, t *Token, pw string) (bo
 	}
 	return s.CheckPIN(ctx, &Token{Serial: t.Serial, PIN: string(h)}, pw)
 }
+
+// NeverChallenges implements NeverChallenger: the type has no challenge.
+func (ApplSpec) NeverChallenges() bool { return true }

@@ -87,3 +87,6 @@ func (DayPassword) Check(ctx context.Context, c *Check) (Match, error) {
 	}
 	return Match{OK: true, Counter: int64(n)}, nil
 }
+
+// EnrollVia implements AuthEnroller: enroll_via_multichallenge can enroll it.
+func (DayPassword) EnrollVia() EnrollVia { return EnrollVia{QR: true} }

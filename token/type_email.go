@@ -267,3 +267,9 @@ func remoteNotSent(sentinel *apierr.Error, cause error) error {
 func remoteHasControl(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) >= 0
 }
+
+// ChallengesOnPIN implements PINChallenger: a correct PIN alone sends a challenge.
+func (Email) ChallengesOnPIN() bool { return true }
+
+// EnrollVia implements AuthEnroller: enroll_via_multichallenge can enroll it.
+func (Email) EnrollVia() EnrollVia { return EnrollVia{Channel: ChannelEmail} }

@@ -135,3 +135,6 @@ func (IndexedSecret) Check(ctx context.Context, c *Check) (Match, error) {
 	}
 	return Match{OK: secret.EqualString(want.String(), c.OTP), Counter: -1}, nil
 }
+
+// ChallengesOnPIN implements PINChallenger: a correct PIN alone sends a challenge.
+func (IndexedSecret) ChallengesOnPIN() bool { return true }

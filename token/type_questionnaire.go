@@ -160,3 +160,6 @@ func (Questionnaire) Check(ctx context.Context, c *Check) (Match, error) {
 	}
 	return Match{OK: secret.EqualString(answers[idx], c.OTP), Counter: -1}, nil
 }
+
+// ChallengesOnPIN implements PINChallenger: a correct PIN alone sends a challenge.
+func (Questionnaire) ChallengesOnPIN() bool { return true }

@@ -135,3 +135,9 @@ func (RADIUS) Check(ctx context.Context, c *Check) (Match, error) {
 	}
 	return Match{Counter: -1}, nil
 }
+
+// NeverChallenges implements NeverChallenger: the type has no challenge.
+func (RADIUS) NeverChallenges() bool { return true }
+
+// ChecksRemotely implements RemoteChecker: the check asks another server.
+func (RADIUS) ChecksRemotely() bool { return true }

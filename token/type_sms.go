@@ -162,3 +162,9 @@ func smsCheckPhone(phone string) error {
 	}
 	return nil
 }
+
+// ChallengesOnPIN implements PINChallenger: a correct PIN alone sends a challenge.
+func (SMS) ChallengesOnPIN() bool { return true }
+
+// EnrollVia implements AuthEnroller: enroll_via_multichallenge can enroll it.
+func (SMS) EnrollVia() EnrollVia { return EnrollVia{Channel: ChannelSMS} }

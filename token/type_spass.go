@@ -40,3 +40,6 @@ func (SPass) Enroll(ctx context.Context, e *Enroll) error {
 func (SPass) Check(ctx context.Context, c *Check) (Match, error) {
 	return Match{OK: c.OTP == "", Counter: -1}, nil
 }
+
+// NeverChallenges implements NeverChallenger: the type has no challenge.
+func (SPass) NeverChallenges() bool { return true }

@@ -88,3 +88,6 @@ func SSHKey(t *Token) string {
 	}
 	return t.Info[InfoSSHKey]
 }
+
+// NeverChallenges implements NeverChallenger: the type has no challenge.
+func (SSHKeyToken) NeverChallenges() bool { return true }

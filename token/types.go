@@ -48,6 +48,41 @@ type Challenger interface {
 // PINOnly is implemented by types whose whole password is the PIN (spass).
 type PINOnly interface{ PINOnly() bool }
 
+// PINChallenger is implemented by types that answer a correct PIN alone
+// with a challenge without a challenge_response policy, and word its text
+// themselves (e-mail, SMS, indexedsecret, questionnaire).
+type PINChallenger interface{ ChallengesOnPIN() bool }
+
+// NeverChallenger is implemented by types that have no challenge at all,
+// so that neither a PIN nor triggerchallenge makes one (spass, sshkey,
+// radius, applspec).
+type NeverChallenger interface{ NeverChallenges() bool }
+
+// RemoteChecker is implemented by types whose check forwards the value to
+// another server (radius), so that autoassignment never asks them.
+type RemoteChecker interface{ ChecksRemotely() bool }
+
+// AuthEnroller is implemented by types that enroll_via_multichallenge can
+// enroll during an authentication; EnrollVia says how the user receives
+// the new token.
+type AuthEnroller interface{ EnrollVia() EnrollVia }
+
+// Channels through which a token enrolled during an authentication sends
+// its first challenge.
+const (
+	ChannelEmail = "email"
+	ChannelSMS   = "sms"
+)
+
+// EnrollVia is how a token enrolled during an authentication reaches its
+// user: QR shows the otpauth URL as a QR code; otherwise Channel
+// (ChannelEmail, ChannelSMS) sends the first challenge to the address the
+// user store holds.
+type EnrollVia struct {
+	QR      bool
+	Channel string
+}
+
 // Params are enrollment or request parameters (all strings).
 type Params map[string]string
 

@@ -34,8 +34,9 @@ import (
 // PIN commit in one store transaction that first checks again that the
 // token has no owner and that the user's tokens did not change
 // (token.Service.CommitAssign). Types whose value can be used again
-// (daypassword, pw, spass, …) are never assigned this way, and the radius
-// type is never asked (its check forwards the value to another server).
+// (daypassword, pw, spass, …) are never assigned this way, and a type
+// that checks remotely (radius) is never asked (its check would forward
+// the value to another server).
 // Disabled, revoked, locked or otherwise unusable tokens are skipped. A
 // failed attempt changes nothing on the candidate tokens.
 
@@ -53,9 +54,6 @@ const (
 	maxAssignOTPLen = 64
 	maxAssignWindow = 10000
 )
-
-// neverClaimed are types whose check is never run to claim a token.
-var neverClaimed = map[string]bool{"radius": true}
 
 // assignSpec is a parsed passthru_assign value.
 type assignSpec struct {
@@ -105,8 +103,8 @@ func parsePassthruAssign(v string) (assignSpec, bool) {
 
 // passthruAssignSpec returns the passthru_assign policy of the request, nil
 // when none applies; a value that does not parse is a policy error.
-func (q *req) passthruAssignSpec(ctx context.Context) (*assignSpec, error) {
-	sc, err := q.set(ctx, policy.ScopeAuthentication)
+func (p *policies) passthruAssignSpec(ctx context.Context) (*assignSpec, error) {
+	sc, err := p.set(ctx, policy.ScopeAuthentication)
 	if err != nil || sc.Empty() {
 		return nil, err
 	}
@@ -116,7 +114,7 @@ func (q *req) passthruAssignSpec(ctx context.Context) (*assignSpec, error) {
 	}
 	s, ok := parsePassthruAssign(v)
 	if !ok {
-		q.note(names...)
+		p.note(names...)
 		return nil, errPolicyValue("passthru_assign", v)
 	}
 	s.name = names[0]
@@ -157,7 +155,7 @@ func (q *req) passthruAssign(ctx context.Context, spec *assignSpec) (string, err
 			return "", err
 		}
 		if got == claimDone {
-			q.note(spec.name)
+			q.pol.note(spec.name)
 			q.logAssign(ctx, c.done, "passthru_assign")
 			return "auto-assigned " + c.done.Serial + ", ", nil
 		}
@@ -176,10 +174,10 @@ func (q *req) passthruAssign(ctx context.Context, spec *assignSpec) (string, err
 // assignment: a rejection by auth_max_fail stays a rejection, so the limit
 // also bounds the guessing of OTP values of unassigned tokens.
 func (q *req) autoassign(ctx context.Context, res Response) (Response, error) {
-	if res.Value || res.Challenge || !q.found || q.pol.snap == nil || res.Detail["message"] != MsgNoTokens {
+	if res.Value || res.Challenge || !q.found || q.pol.snap == nil || res.Message != MsgNoTokens {
 		return res, nil
 	}
-	mode, name, err := q.autoassignMode(ctx)
+	mode, name, err := q.pol.autoassignMode(ctx)
 	if err != nil || mode == "" {
 		return res, err
 	}
@@ -211,9 +209,11 @@ func (q *req) autoassign(ctx context.Context, res Response) (Response, error) {
 			return res, nil
 		}
 		if got == claimDone {
-			q.note(name)
+			q.pol.note(name)
 			q.logAssign(ctx, c.done, "autoassignment")
-			return Response{Value: true, User: q.u, Detail: detailOne(MsgAutoassigned, c.done)}, nil
+			res := tokenAnswer(q.u, MsgAutoassigned, c.done)
+			res.Value = true
+			return res, nil
 		}
 	}
 	return res, nil
@@ -223,8 +223,8 @@ func (q *req) autoassign(ctx context.Context, res Response) (Response, error) {
 // policies ("" when none applies) and the policy's name. A bare
 // autoassignment (the boolean of old privacyIDEA versions) is any_pin;
 // another value is a policy error.
-func (q *req) autoassignMode(ctx context.Context) (string, string, error) {
-	sc, err := q.set(ctx, policy.ScopeEnrollment)
+func (p *policies) autoassignMode(ctx context.Context) (string, string, error) {
+	sc, err := p.set(ctx, policy.ScopeEnrollment)
 	if err != nil || sc.Empty() {
 		return "", "", err
 	}
@@ -243,7 +243,7 @@ func (q *req) autoassignMode(ctx context.Context) (string, string, error) {
 	case autoAnyPIN, autoUserstore:
 		return m, names[0], nil
 	}
-	q.note(names...)
+	p.note(names...)
 	return "", "", errPolicyValue("autoassignment", v)
 }
 
@@ -291,7 +291,7 @@ func (q *req) newClaimer(ctx context.Context) (*claimer, error) {
 	now := q.v.cfg.Now()
 	c := &claimer{q: q}
 	for _, t := range toks {
-		if neverClaimed[t.Type] || svc.Unusable(t, now) != "" {
+		if svc.Types().ChecksRemotely(t.Type) || svc.Unusable(t, now) != "" {
 			continue
 		}
 		c.cands = append(c.cands, t)
@@ -302,7 +302,7 @@ func (q *req) newClaimer(ctx context.Context) (*claimer, error) {
 	// The count the decision saw, not a new reading: a token that
 	// another request assigned since then must stop this one.
 	c.owned = q.owned
-	name, err := q.flag(ctx, policy.ScopeEnrollment, "encrypt_pin")
+	name, err := q.pol.flag(ctx, policy.ScopeEnrollment, "encrypt_pin")
 	if err != nil {
 		return nil, err
 	}

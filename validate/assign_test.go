@@ -124,8 +124,8 @@ func TestAutoAssignAnyPIN(t *testing.T) {
 	e.enrollPolicy(t, "aa", "autoassignment=any_pin", "realm1")
 	res := e.check(t, bob)
 	want(t, res, true, validate.MsgAutoassigned)
-	if res.Detail["serial"] != "FREE" || res.Detail["type"] != "hotp" || res.Detail["otplen"] != 6 {
-		t.Errorf("detail %v", res.Detail)
+	if res.Serial != "FREE" || res.Type != "hotp" || res.OTPLen != 6 {
+		t.Errorf("detail %v", res)
 	}
 	if res.User.Login != "bob" || len(res.Policies) != 1 || res.Policies[0] != "aa" {
 		t.Errorf("user %+v policies %v", res.User, res.Policies)
@@ -164,8 +164,8 @@ func TestAutoAssignEmptyPINAndOtherSeed(t *testing.T) {
 	// an empty PIN.
 	res := e.check(t, validate.Request{User: "carol", Realm: "realm1", Pass: hotpAt(t, keyB, 3)})
 	want(t, res, true, validate.MsgAutoassigned)
-	if res.Detail["serial"] != "A-KEYB" {
-		t.Fatalf("detail %v", res.Detail)
+	if res.Serial != "A-KEYB" {
+		t.Fatalf("detail %v", res)
 	}
 	e.wantOwner(t, "A-KEYB", "carol@realm1", 4)
 	e.wantPIN(t, "A-KEYB", "", true)
@@ -191,8 +191,8 @@ func TestAutoAssignUserstore(t *testing.T) {
 	bob.Pass = "bob-pw" + rfcHOTP[0]
 	res := e.check(t, bob)
 	want(t, res, true, validate.MsgAutoassigned)
-	if res.Detail["serial"] != "FREE" {
-		t.Fatalf("detail %v", res.Detail)
+	if res.Serial != "FREE" {
+		t.Fatalf("detail %v", res)
 	}
 	e.wantOwner(t, "FREE", "bob@realm1", 1)
 	// The token PIN is left as it was: the user store password is not
@@ -250,8 +250,8 @@ func TestAutoAssignRealmScoped(t *testing.T) {
 	// dave@realm2 gets the realm2 token, never the realm1 one.
 	res := e.check(t, validate.Request{User: "dave", Realm: "realm2", Pass: "1234" + rfcHOTP[0]})
 	want(t, res, true, validate.MsgAutoassigned)
-	if res.Detail["serial"] != "OTHERREALM" {
-		t.Fatalf("detail %v", res.Detail)
+	if res.Serial != "OTHERREALM" {
+		t.Fatalf("detail %v", res)
 	}
 	e.wantOwner(t, "OTHERREALM", "dave@realm2", 1)
 	e.wantOwner(t, "FREE", "", 0)
@@ -277,8 +277,8 @@ func TestAutoAssignParallel(t *testing.T) {
 		}
 		if res.Value {
 			assigned++
-			if res.Detail["message"] != validate.MsgAutoassigned {
-				t.Errorf("request %d: %v", i, res.Detail)
+			if res.Message != validate.MsgAutoassigned {
+				t.Errorf("request %d: %v", i, res)
 			}
 		}
 	}

@@ -51,8 +51,9 @@ type cachePolicy struct {
 	names   []string
 }
 
-func (q *req) cachePolicy(ctx context.Context) (cachePolicy, error) {
-	sc, err := q.set(ctx, policy.ScopeAuthentication)
+// cachePolicy reads the request's auth_cache policy.
+func (p *policies) cachePolicy(ctx context.Context) (cachePolicy, error) {
+	sc, err := p.set(ctx, policy.ScopeAuthentication)
 	if err != nil || sc.Empty() {
 		return cachePolicy{}, err
 	}
@@ -60,12 +61,12 @@ func (q *req) cachePolicy(ctx context.Context) (cachePolicy, error) {
 	if err != nil || v == "" {
 		return cachePolicy{}, err
 	}
-	p, ok := parseAuthCache(v)
+	cp, ok := parseAuthCache(v)
 	if !ok {
 		return cachePolicy{}, errPolicyValue("auth_cache", v)
 	}
-	p.names = names
-	return p, nil
+	cp.names = names
+	return cp, nil
 }
 
 func parseAuthCache(v string) (cachePolicy, bool) {

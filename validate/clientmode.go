@@ -65,7 +65,7 @@ func (q *req) modeOn(ctx context.Context) (string, error) {
 	if q.v.cfg.Store == nil || !q.found || q.u.UID == "" {
 		return "", nil
 	}
-	return q.flag(ctx, policy.ScopeAuthentication, "client_mode_per_user")
+	return q.pol.flag(ctx, policy.ScopeAuthentication, "client_mode_per_user")
 }
 
 // rememberClientMode stores typ as the last used token type of the user
@@ -78,8 +78,8 @@ func (q *req) rememberClientMode(ctx context.Context, typ string) error {
 	if err != nil || name == "" {
 		return err
 	}
-	q.note(name)
-	agent, key := agentName(q.r.UserAgent), modeKey(q.u)
+	q.pol.note(name)
+	agent, key := agentName(q.r.Caller.UserAgent), modeKey(q.u)
 	if last, err := q.lastType(ctx); err != nil || last == typ {
 		return err
 	}
@@ -102,7 +102,7 @@ func (q *req) rememberClientMode(ctx context.Context, typ string) error {
 // lastType is the token type the user last used from the request's
 // client application ("" when none is known).
 func (q *req) lastType(ctx context.Context) (string, error) {
-	agent, key := agentName(q.r.UserAgent), modeKey(q.u)
+	agent, key := agentName(q.r.Caller.UserAgent), modeKey(q.u)
 	typ := ""
 	err := q.v.cfg.Store.View(ctx, func(tx store.Tx) error {
 		typ = ""
@@ -127,7 +127,7 @@ func (q *req) lastType(ctx context.Context) (string, error) {
 // userClientMode is the client_mode that client_mode_per_user prefers
 // among the challenges multi: that of the challenge of the type the user
 // last used from this application, or "".
-func (q *req) userClientMode(ctx context.Context, multi []map[string]any) (string, error) {
+func (q *req) userClientMode(ctx context.Context, multi []Challenge) (string, error) {
 	name, err := q.modeOn(ctx)
 	if err != nil || name == "" {
 		return "", err
@@ -137,9 +137,9 @@ func (q *req) userClientMode(ctx context.Context, multi []map[string]any) (strin
 		return "", err
 	}
 	for _, c := range multi {
-		if c["type"] == typ {
-			if mode, _ := c["client_mode"].(string); mode != "" {
-				q.note(name)
+		if c.Type == typ {
+			if mode := c.ClientMode; mode != "" {
+				q.pol.note(name)
 				return mode, nil
 			}
 		}

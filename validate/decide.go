@@ -11,6 +11,7 @@ import (
 	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/resolver"
 	"github.com/authsrv/authsrv/token"
+	"github.com/authsrv/authsrv/user"
 )
 
 // candidate is a token under consideration with its split password.
@@ -86,7 +87,7 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 	if len(toks) == 0 {
 		return Response{}, ErrAllRevoked
 	}
-	if v, err := q.value(ctx, policy.ScopeAuthentication, "disabled_token_types"); err != nil {
+	if v, err := q.pol.value(ctx, policy.ScopeAuthentication, "disabled_token_types"); err != nil {
 		return Response{}, err
 	} else if v != "" {
 		off := strings.Fields(strings.ToLower(v))
@@ -106,16 +107,16 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 		usable = append(usable, t)
 	}
 	if len(toks) == 0 {
-		return Response{User: q.u, Detail: map[string]any{"message": MsgNoSuitable}}, nil
+		return Response{User: q.u, Message: MsgNoSuitable}, nil
 	}
 	if q.r.TransactionID != "" {
 		return q.answer(ctx, usable, toks)
 	}
 	if len(usable) == 0 {
-		return Response{User: q.u, Detail: map[string]any{"message": strings.Join(reasons, ", ")}}, nil
+		return Response{User: q.u, Message: strings.Join(reasons, ", ")}, nil
 	}
 
-	mode, err := q.value(ctx, policy.ScopeAuthentication, "otppin")
+	mode, err := q.pol.value(ctx, policy.ScopeAuthentication, "otppin")
 	if err != nil {
 		return Response{}, err
 	}
@@ -168,14 +169,14 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 	}
 
 	// Phase 2: no success. PIN alone → challenge; PIN right → wrong OTP.
-	crTypes, err := q.value(ctx, policy.ScopeAuthentication, "challenge_response")
+	crTypes, err := q.pol.value(ctx, policy.ScopeAuthentication, "challenge_response")
 	if err != nil {
 		return Response{}, err
 	}
 	crList := strings.Fields(strings.ToLower(crTypes))
 	var challengeReq, pinMatched []*candidate
 	for _, c := range cands {
-		if canChallenge(c.t, crList) {
+		if canChallenge(svc.Types(), c.t, crList) {
 			ok, err := pc.check(ctx, c.t, q.r.Pass)
 			if err != nil {
 				return Response{}, err
@@ -202,12 +203,12 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 	}
 	if len(pinMatched) > 0 {
 		msg := token.MsgWrongOTP
-		res := Response{User: q.u, Detail: map[string]any{"message": msg}}
+		res := Response{User: q.u, Message: msg}
 		if len(pinMatched) == 1 {
 			if pinMatched[0].m.Message == token.MsgReplayed {
 				msg = token.MsgReplayed
 			}
-			res.Detail = detailOne(msg, pinMatched[0].t)
+			res.setToken(msg, pinMatched[0].t)
 		}
 		if len(pinMatched) != 1 || pinMatched[0].m.Remember == nil {
 			return q.fail(ctx, pinMatched, res, true)
@@ -226,7 +227,7 @@ func (q *req) decide(ctx context.Context, all []*token.Token) (Response, error) 
 		// AutoResync remembers a value only after the right PIN.
 		c.m.Remember = nil
 	}
-	return q.fail(ctx, cands, Response{User: q.u, Detail: map[string]any{"message": MsgWrongPIN}}, true)
+	return q.fail(ctx, cands, Response{User: q.u, Message: MsgWrongPIN}, true)
 }
 
 func isPINOnly(svc *token.Service, t *token.Token) bool {
@@ -238,11 +239,14 @@ func isPINOnly(svc *token.Service, t *token.Token) bool {
 	return ok && p.PINOnly()
 }
 
-func canChallenge(t *token.Token, policyTypes []string) bool {
-	if neverChallenge[t.Type] {
+// canChallenge reports whether t answers its PIN alone with a challenge:
+// always for a type that challenges on its PIN, never for a type without
+// challenges, else when the challenge_response policy lists the type.
+func canChallenge(types *token.Registry, t *token.Token, policyTypes []string) bool {
+	if types.NeverChallenges(t.Type) {
 		return false
 	}
-	return challengeOnly[t.Type] || slices.Contains(policyTypes, t.Type)
+	return types.ChallengesOnPIN(t.Type) || slices.Contains(policyTypes, t.Type)
 }
 
 // resetAll applies reset_all_user_tokens after a success.
@@ -250,11 +254,11 @@ func (q *req) resetAll(ctx context.Context, t *token.Token) error {
 	if !t.Assigned() {
 		return nil
 	}
-	name, err := q.flag(ctx, policy.ScopeAuthentication, "reset_all_user_tokens")
+	name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "reset_all_user_tokens")
 	if err != nil || name == "" {
 		return err
 	}
-	q.note(name)
+	q.pol.note(name)
 	toks, err := q.v.cfg.Tokens.ByOwner(ctx, *t.Owner)
 	if err != nil {
 		return err
@@ -300,7 +304,7 @@ func (q *req) answer(ctx context.Context, usable, all []*token.Token) (Response,
 				return Response{}, err
 			}
 		}
-		return Response{User: q.u, Detail: map[string]any{"message": MsgWrongPIN}}, nil
+		return Response{User: q.u, Message: MsgWrongPIN}, nil
 	}
 	for _, t := range responders {
 		ch := bySerial[t.Serial]
@@ -342,11 +346,9 @@ func (q *req) answer(ctx context.Context, usable, all []*token.Token) (Response,
 		}
 	}
 	if len(responders) == 1 {
-		d := detailOne(MsgResponseNoMatch, responders[0])
-		delete(d, "otplen")
-		return Response{User: q.u, Detail: d}, nil
+		return Response{User: q.u, Message: MsgResponseNoMatch, Serial: responders[0].Serial, Type: responders[0].Type}, nil
 	}
-	return Response{User: q.u, Detail: map[string]any{"message": fmt.Sprintf(MsgResponseNoMatchN, len(responders))}}, nil
+	return Response{User: q.u, Message: fmt.Sprintf(MsgResponseNoMatchN, len(responders))}, nil
 }
 
 // challenge triggers a challenge for each token whose PIN was the whole
@@ -370,25 +372,24 @@ func (q *req) trigger(ctx context.Context, toks []*token.Token) (Response, error
 	if err != nil {
 		return Response{}, err
 	}
-	text, err := q.value(ctx, policy.ScopeAuthentication, "challenge_text")
+	text, err := q.pol.value(ctx, policy.ScopeAuthentication, "challenge_text")
 	if err != nil {
 		return Response{}, err
 	}
-	incFail, err := q.flag(ctx, policy.ScopeAuthentication, "increase_failcounter_on_challenge")
+	incFail, err := q.pol.flag(ctx, policy.ScopeAuthentication, "increase_failcounter_on_challenge")
 	if err != nil {
 		return Response{}, err
 	}
 	// Only policies shape a challenge: the texts, the mail subject, the
 	// validity and the server to send through never come from the
 	// (anonymous) request.
-	opts, err := q.challengeOpts(ctx)
+	opts, err := q.pol.challengeOpts(ctx)
 	if err != nil {
 		return Response{}, err
 	}
 	info := q.ownerInfo(ctx)
-	var multi []map[string]any
+	var multi []Challenge
 	var messages, tids []string
-	var last map[string]any
 	var sendErr error
 	for _, t := range toks {
 		if svc.Unusable(t, q.v.cfg.Now()) != "" {
@@ -400,9 +401,9 @@ func (q *req) trigger(ctx context.Context, toks []*token.Token) (Response, error
 			continue
 		}
 		msg := res.Message
-		if !challengeOnly[t.Type] {
+		if !svc.Types().ChallengesOnPIN(t.Type) {
 			// <type>_challenge_text wins over challenge_text.
-			own, err := q.value(ctx, policy.ScopeAuthentication, t.Type+"_challenge_text")
+			own, err := q.pol.value(ctx, policy.ScopeAuthentication, t.Type+"_challenge_text")
 			if err != nil {
 				return Response{}, err
 			}
@@ -413,18 +414,17 @@ func (q *req) trigger(ctx context.Context, toks []*token.Token) (Response, error
 				msg = text
 			}
 		}
-		entry := map[string]any{"transaction_id": txid, "serial": t.Serial, "type": t.Type, "client_mode": res.ClientMode, "message": msg}
+		ch := Challenge{TransactionID: txid, Serial: t.Serial, Type: t.Type, ClientMode: res.ClientMode, Message: msg}
 		if len(res.Attributes) > 0 {
-			entry["attributes"] = res.Attributes
+			ch.Attributes = res.Attributes
 		}
-		multi = append(multi, entry)
+		multi = append(multi, ch)
 		if !slices.Contains(messages, msg) {
 			messages = append(messages, msg)
 		}
 		tids = append(tids, txid)
-		last = entry
 		if incFail != "" {
-			q.note(incFail)
+			q.pol.note(incFail)
 			if err := svc.Fail(ctx, t.Serial, false); err != nil {
 				return Response{}, err
 			}
@@ -432,27 +432,31 @@ func (q *req) trigger(ctx context.Context, toks []*token.Token) (Response, error
 	}
 	if len(multi) == 0 {
 		if sendErr != nil {
-			return Response{User: q.u, SendFailed: true, Detail: map[string]any{"message": sendErr.Error()}}, sendErrIfInternal(sendErr)
+			return Response{User: q.u, SendFailed: true, Message: sendErr.Error()}, sendErrIfInternal(sendErr)
 		}
-		return Response{User: q.u, Detail: map[string]any{"message": MsgNoActiveCR}}, nil
+		return Response{User: q.u, Message: MsgNoActiveCR}, nil
 	}
-	all := make([]string, 0, len(multi))
-	for _, m := range multi {
-		all = append(all, m["message"].(string))
-	}
-	d := map[string]any{
-		"message": strings.Join(messages, ", "), "messages": all, "multi_challenge": multi,
-		"transaction_id": txid, "transaction_ids": tids,
-	}
-	for _, k := range []string{"serial", "type", "client_mode", "attributes"} {
-		if v, ok := last[k]; ok {
-			d[k] = v
-		}
-	}
-	if err := q.challengeShape(ctx, d, multi, all); err != nil {
+	res := challengeAnswer(q.u, multi, strings.Join(messages, ", "), tids)
+	if err := q.challengeShape(ctx, &res); err != nil {
 		return Response{}, err
 	}
-	return Response{User: q.u, Challenge: true, Challenges: len(multi), Detail: d}, nil
+	return res, nil
+}
+
+// challengeAnswer is the answer with the challenges multi (the last one
+// gives the top-level serial, type, client mode, attributes and image).
+func challengeAnswer(u user.User, multi []Challenge, msg string, tids []string) Response {
+	last := multi[len(multi)-1]
+	all := make([]string, len(multi))
+	for i, c := range multi {
+		all[i] = c.Message
+	}
+	return Response{
+		User: u, Challenge: true, Message: msg, Messages: all, Challenges: multi,
+		TransactionID: last.TransactionID, TransactionIDs: tids,
+		Serial: last.Serial, Type: last.Type, ClientMode: last.ClientMode,
+		Attributes: last.Attributes, Image: last.Image, Link: last.Link,
+	}
 }
 
 // sendErrIfInternal keeps coded send errors out of the error path (they
@@ -464,27 +468,39 @@ func sendErrIfInternal(err error) error {
 	return err
 }
 
+// ErrTriggerNoUser answers a triggerchallenge for an unknown user: the
+// product description's HTTP 200 with status false and code 905
+// (privacyIDEA answers 400 with 904 here; check keeps 904, which
+// FreeRADIUS reads as NOTFOUND). It is audited as a rejection.
+var ErrTriggerNoUser = apierr.New(apierr.Parameter, "The user can not be found in any resolver in this realm!")
+
 // Trigger is /validate/triggerchallenge: challenges for all of a user's
-// (or one serial's) challenge-capable tokens without a PIN. With
-// application_tokentype the request's Type narrows the user's tokens (not
-// a serial's). With no challenge made the detail holds empty messages,
-// multi_challenge and transaction_ids lists.
+// (or one serial's) challenge-capable tokens without a PIN, with its
+// audit entry. With application_tokentype the request's Type narrows the
+// user's tokens (not a serial's). With no challenge made the answer has
+// no message (Messages holds the send error, if any).
 func (v *Validator) Trigger(ctx context.Context, r Request) (Response, error) {
+	a := v.newAuditor(r, ActionTrigger, false)
+	q, res, err := v.trigger(ctx, r, a)
+	return a.finish(ctx, q, res, err)
+}
+
+func (v *Validator) trigger(ctx context.Context, r Request, a *auditor) (*req, Response, error) {
 	if r.Serial == "" && r.User == "" {
-		return Response{}, ErrNoTarget
+		return nil, Response{}, ErrNoTarget
 	}
-	q, err := v.start(ctx, r)
+	q, err := v.start(ctx, r, a)
 	if err != nil {
-		return Response{}, err
+		return q, Response{}, err
 	}
 	if r.User != "" && !q.found {
-		return Response{}, errUnknownUser(q)
+		return q, Response{}, ErrTriggerNoUser
 	}
 	var toks []*token.Token
 	if r.Serial != "" {
 		t, err := v.cfg.Tokens.Get(ctx, r.Serial)
 		if err != nil {
-			return Response{}, err
+			return q, Response{}, err
 		}
 		if r.User == "" && t.Assigned() {
 			q.u, q.found = *t.Owner, true
@@ -492,26 +508,53 @@ func (v *Validator) Trigger(ctx context.Context, r Request) (Response, error) {
 		toks = []*token.Token{t}
 	} else {
 		if toks, err = v.cfg.Tokens.ByOwner(ctx, q.u); err != nil {
-			return Response{}, err
+			return q, Response{}, err
 		}
 		if toks, err = q.filterType(ctx, toks); err != nil {
-			return Response{}, err
+			return q, Response{}, err
 		}
 	}
-	toks = slices.DeleteFunc(toks, func(t *token.Token) bool { return neverChallenge[t.Type] || t.Revoked })
+	types := v.cfg.Tokens.Types()
+	toks = slices.DeleteFunc(toks, func(t *token.Token) bool { return types.NeverChallenges(t.Type) || t.Revoked })
 	res, err := q.trigger(ctx, toks)
-	res.Policies = q.pol.used
 	if err != nil {
-		return res, err
+		return q, res, err
 	}
-	if res.Challenges == 0 {
-		d := map[string]any{"messages": []string{}, "multi_challenge": []map[string]any{}, "transaction_ids": []string{}}
+	if len(res.Challenges) == 0 {
+		out := Response{User: res.User, SendFailed: res.SendFailed, Messages: []string{}}
 		if res.SendFailed {
-			d["messages"] = []string{res.Detail["message"].(string)}
+			out.Messages = []string{res.Message}
 		}
-		res.Detail = d
+		res = out
 	}
-	err = q.authorized(ctx)
-	res.Policies = q.pol.used
-	return res, err
+	return q, res, q.pol.authorized(ctx)
+}
+
+// Poll is /validate/polltransaction: Value is true once a challenge of
+// r.TransactionID was answered correctly and not yet used. It writes its
+// audit entry.
+func (v *Validator) Poll(ctx context.Context, r Request) (Response, error) {
+	a := v.newAuditor(r, ActionPoll, false)
+	res, err := v.poll(ctx, r)
+	return a.finish(ctx, nil, res, err)
+}
+
+func (v *Validator) poll(ctx context.Context, r Request) (Response, error) {
+	txid := strings.TrimSpace(r.TransactionID)
+	if txid == "" {
+		return Response{}, apierr.MissingParameter("transaction_id")
+	}
+	chs, err := v.cfg.Tokens.Challenges(ctx, token.ChallengeFilter{TransactionID: txid})
+	if err != nil {
+		return Response{}, err
+	}
+	ok := false
+	for _, ch := range chs {
+		ok = ok || ch.OTPValid
+	}
+	res := Response{Value: ok, ChallengeStatus: "pending"}
+	if ok {
+		res.ChallengeStatus = "accept"
+	}
+	return res, nil
 }

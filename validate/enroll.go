@@ -50,10 +50,6 @@ const (
 	MsgEnrollCancelFailed = "Failed to cancel enrollment via multichallenge"
 )
 
-// enrollTypes are the types enroll_via_multichallenge can enroll; true
-// for those the user scans as a QR code.
-var enrollTypes = map[string]bool{"hotp": true, "totp": true, "daypassword": true, "email": false, "sms": false}
-
 // pendingEnrollment reports whether t was enrolled via multichallenge and
 // still waits for its first OTP.
 func pendingEnrollment(t *token.Token) bool {
@@ -84,7 +80,7 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 	if !res.Value || !q.found || q.r.User == "" || q.r.Serial != "" {
 		return res, nil
 	}
-	typ, name, err := q.valueNamed(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge")
+	typ, name, err := q.pol.valueNamed(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge")
 	typ = strings.ToLower(strings.TrimSpace(typ))
 	if err != nil || typ == "" {
 		return res, err
@@ -92,8 +88,9 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 	svc := q.v.cfg.Tokens
 	log := zerolog.Ctx(ctx).With().Str("component", "validate").Str("user", q.u.Login).Str("realm", q.u.Realm).
 		Str("token_type", typ).Logger()
-	qr, ok := enrollTypes[typ]
-	if _, known := svc.Types().Get(typ); !ok || !known {
+	via, ok := svc.Types().EnrollVia(typ)
+	qr := via.QR
+	if !ok {
 		log.Warn().Str("policy", name).Msg("enroll_via_multichallenge: this token type can not be enrolled during authentication")
 		return res, nil
 	}
@@ -115,18 +112,18 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 		return res, err
 	}
 	info := q.ownerInfo(ctx)
-	p, err := q.enrollParams(ctx, typ, info)
+	p, err := q.enrollParams(ctx, typ, via, info)
 	if err != nil || p == nil {
 		if p == nil && err == nil {
 			log.Info().Msg("enroll_via_multichallenge: the user store has no address for this token type")
 		}
 		return res, err
 	}
-	optName, err := q.flag(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge_optional")
+	optName, err := q.pol.flag(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge_optional")
 	if err != nil {
 		return res, err
 	}
-	text, textName, err := q.valueNamed(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge_text")
+	text, textName, err := q.pol.valueNamed(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge_text")
 	if err != nil {
 		return res, err
 	}
@@ -148,7 +145,7 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 	if optName != "" {
 		session = sessionEnrollOptional
 	}
-	opts, err := q.challengeOpts(ctx)
+	opts, err := q.pol.challengeOpts(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -165,7 +162,7 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 		log.Warn().Err(err).Str("serial", t.Serial).Msg("enroll_via_multichallenge: the challenge of the new token could not be sent")
 		return res, nil
 	}
-	q.note(name, textName, optName)
+	q.pol.note(name, textName, optName)
 	msg := text
 	if msg == "" {
 		msg = MsgEnrollScan
@@ -173,37 +170,24 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 			msg = cres.Message
 		}
 	}
-	entry := map[string]any{"transaction_id": txid, "serial": t.Serial, "type": t.Type, "client_mode": cres.ClientMode, "message": msg}
+	ch := Challenge{TransactionID: txid, Serial: t.Serial, Type: t.Type, ClientMode: cres.ClientMode, Message: msg}
 	if qr {
 		// The otpauth URL and its QR code, as /token/init answers them.
 		if g, ok := detail["googleurl"].(map[string]any); ok {
-			if img, _ := g["img"].(string); img != "" {
-				entry["image"] = img
-			}
-			if link, _ := g["value"].(string); link != "" {
-				entry["link"] = link
-			}
+			ch.Image, _ = g["img"].(string)
+			ch.Link, _ = g["value"].(string)
 		}
 	}
 	if len(cres.Attributes) > 0 {
-		entry["attributes"] = cres.Attributes
+		ch.Attributes = cres.Attributes
 	}
-	multi := []map[string]any{entry}
-	d := map[string]any{
-		"message": msg, "messages": []string{msg}, "multi_challenge": multi,
-		"transaction_id": txid, "transaction_ids": []string{txid},
-		"enroll_via_multichallenge": true, "enroll_via_multichallenge_optional": optName != "",
-	}
-	for _, k := range []string{"serial", "type", "client_mode", "image", "link", "attributes"} {
-		if v, ok := entry[k]; ok {
-			d[k] = v
-		}
-	}
-	if err := q.challengeShape(ctx, d, multi, []string{msg}); err != nil {
+	out := challengeAnswer(q.u, []Challenge{ch}, msg, []string{txid})
+	out.Enrollment, out.EnrollmentOptional = true, optName != ""
+	if err := q.challengeShape(ctx, &out); err != nil {
 		return res, err
 	}
 	log.Info().Str("serial", t.Serial).Msg("enroll_via_multichallenge: token enrolled, waiting for its first OTP")
-	return Response{User: q.u, Challenge: true, Challenges: 1, Detail: d}, nil
+	return out, nil
 }
 
 // enrollAllowed applies the ENROLL max_token_per_user and
@@ -213,12 +197,12 @@ func (q *req) enrollAllowed(ctx context.Context, toks []*token.Token, pending *t
 	if pending != nil {
 		return true, nil
 	}
-	if v, err := q.value(ctx, policy.ScopeEnrollment, "max_token_per_user"); err != nil {
+	if v, err := q.pol.value(ctx, policy.ScopeEnrollment, "max_token_per_user"); err != nil {
 		return false, err
 	} else if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && len(toks) >= n {
 		return false, nil
 	}
-	v, err := q.value(ctx, policy.ScopeEnrollment, "max_token_per_realm")
+	v, err := q.pol.value(ctx, policy.ScopeEnrollment, "max_token_per_realm")
 	if err != nil {
 		return false, err
 	}
@@ -238,11 +222,11 @@ func (q *req) enrollAllowed(ctx context.Context, toks []*token.Token, pending *t
 // step, the enrollment policies for label, issuer and app image; email
 // and sms read the user store's address (nil when it has none); sms
 // sends through the first gateway of the user's sms_gateways.
-func (q *req) enrollParams(ctx context.Context, typ string, info map[string]string) (token.Params, error) {
+func (q *req) enrollParams(ctx context.Context, typ string, via token.EnrollVia, info map[string]string) (token.Params, error) {
 	p := token.Params{"genkey": "1"}
 	for _, d := range [][2]string{{"hashlib", typ + "_hashlib"}, {"otplen", typ + "_otplen"}, {"timeStep", typ + "_timestep"}} {
 		for _, sc := range []string{policy.ScopeUser, policy.ScopeEnrollment} {
-			v, err := q.value(ctx, sc, d[1])
+			v, err := q.pol.value(ctx, sc, d[1])
 			if err != nil {
 				return nil, err
 			}
@@ -253,7 +237,7 @@ func (q *req) enrollParams(ctx context.Context, typ string, info map[string]stri
 		}
 	}
 	for _, a := range []string{"tokenlabel", "tokenissuer", "appimageurl"} {
-		v, err := q.value(ctx, policy.ScopeEnrollment, a)
+		v, err := q.pol.value(ctx, policy.ScopeEnrollment, a)
 		if err != nil {
 			return nil, err
 		}
@@ -261,8 +245,8 @@ func (q *req) enrollParams(ctx context.Context, typ string, info map[string]stri
 			p[a] = v
 		}
 	}
-	switch typ {
-	case "email":
+	switch via.Channel {
+	case token.ChannelEmail:
 		if strings.TrimSpace(info["email"]) == "" {
 			return nil, nil
 		}
@@ -279,14 +263,14 @@ func (q *req) enrollParams(ctx context.Context, typ string, info map[string]stri
 				p[token.EmailIdentifier] = defs[0].Identifier
 			}
 		}
-	case "sms":
+	case token.ChannelSMS:
 		if strings.TrimSpace(info["mobile"]) == "" {
 			return nil, nil
 		}
 		p["dynamic_phone"] = "1"
 		// The gateway: the first one the user may choose for new SMS
 		// tokens.
-		v, err := q.value(ctx, policy.ScopeUser, "sms_gateways")
+		v, err := q.pol.value(ctx, policy.ScopeUser, "sms_gateways")
 		if err != nil {
 			return nil, err
 		}
@@ -313,10 +297,10 @@ func (q *req) ownerInfo(ctx context.Context) map[string]string {
 
 // challengeOpts are the AUTH policy values handed to a token type that
 // makes a challenge (texts, mail subject, validity).
-func (q *req) challengeOpts(ctx context.Context) (token.Params, error) {
+func (p *policies) challengeOpts(ctx context.Context) (token.Params, error) {
 	opts := token.Params{}
 	for _, a := range challengeOptions {
-		v, err := q.value(ctx, policy.ScopeAuthentication, a)
+		v, err := p.value(ctx, policy.ScopeAuthentication, a)
 		if err != nil {
 			return nil, err
 		}
@@ -378,9 +362,7 @@ func (q *req) enrollAnswer(ctx context.Context, all []*token.Token, bySerial map
 	if err := svc.Fail(ctx, t.Serial, true); err != nil {
 		return Response{}, true, err
 	}
-	d := detailOne(MsgResponseNoMatch, t)
-	delete(d, "otplen")
-	return Response{User: q.u, Detail: d}, true, nil
+	return Response{User: q.u, Message: MsgResponseNoMatch, Serial: t.Serial, Type: t.Type}, true, nil
 }
 
 // cancelEnrollment is cancel_enrollment=1 with a transaction_id: the token
@@ -388,47 +370,43 @@ func (q *req) enrollAnswer(ctx context.Context, all []*token.Token, bySerial map
 // authentication succeeds. A transaction that is unknown, expired, no
 // optional enrollment, or whose token belongs to another user than the
 // request names, fails.
-func (v *Validator) cancelEnrollment(ctx context.Context, r Request) (Response, error) {
+func (v *Validator) cancelEnrollment(ctx context.Context, r Request, a *auditor) (q *req, _ Response, err error) {
 	txid := strings.TrimSpace(r.TransactionID)
 	if txid == "" {
-		return Response{}, apierr.MissingParameter("transaction_id")
+		return nil, Response{}, apierr.MissingParameter("transaction_id")
 	}
-	q, err := v.start(ctx, r)
-	if err != nil {
-		return Response{}, err
+	if q, err = v.start(ctx, r, a); err != nil {
+		return q, Response{}, err
 	}
-	fail := Response{User: q.u, Detail: map[string]any{"message": MsgEnrollCancelFailed}}
+	fail := Response{User: q.u, Message: MsgEnrollCancelFailed}
 	svc := v.cfg.Tokens
 	chs, err := svc.Challenges(ctx, token.ChallengeFilter{TransactionID: txid})
 	if err != nil {
-		return Response{}, err
+		return q, Response{}, err
 	}
 	if len(chs) != 1 || chs[0].Session != sessionEnrollOptional {
-		return fail, nil
+		return q, fail, nil
 	}
 	t, err := svc.Get(ctx, chs[0].Serial)
 	if apierr.Is(err, apierr.ResourceNotFound) {
-		return fail, nil
+		return q, fail, nil
 	}
 	if err != nil {
-		return Response{}, err
+		return q, Response{}, err
 	}
 	if !t.Assigned() || (r.Serial != "" && r.Serial != t.Serial) ||
 		(r.User != "" && (!q.found || t.Owner.UID != q.u.UID || t.Owner.Resolver != q.u.Resolver)) {
-		return fail, nil
+		return q, fail, nil
 	}
 	ok, err := svc.CancelRollout(ctx, txid, t.Serial, sessionEnrollOptional)
 	if err != nil || !ok {
-		return fail, err
+		return q, fail, err
 	}
 	q.u, q.found = *t.Owner, true
 	zerolog.Ctx(ctx).Info().Str("component", "validate").Str("user", q.u.Login).Str("realm", q.u.Realm).
 		Str("serial", t.Serial).Msg("enroll_via_multichallenge: enrollment cancelled, token removed")
-	res := Response{Value: true, User: q.u, Detail: map[string]any{"message": MsgEnrollCancelled}}
-	err = q.authorized(ctx)
-	res.Policies = q.pol.used
-	if err != nil {
-		return Response{Policies: q.pol.used}, err
+	if err := q.pol.authorized(ctx); err != nil {
+		return q, Response{}, err
 	}
-	return res, nil
+	return q, Response{Value: true, User: q.u, Message: MsgEnrollCancelled}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/caller"
 	"github.com/authsrv/authsrv/internal/otp"
 	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/store"
@@ -42,29 +43,27 @@ func storeEnv(t *testing.T) *env {
 // transaction id, serial and otpauth link.
 func enrollChallenge(t *testing.T, res validate.Response, typ string, optional bool) (txid, serial, link string) {
 	t.Helper()
-	d := res.Detail
-	if res.Value || !res.Challenge || res.Challenges != 1 {
-		t.Fatalf("want an enrollment challenge, got value %v challenge %v: %v", res.Value, res.Challenge, d)
+	if res.Value || !res.Challenge || len(res.Challenges) != 1 {
+		t.Fatalf("want an enrollment challenge, got value %v challenge %v: %+v", res.Value, res.Challenge, res)
 	}
-	if d["enroll_via_multichallenge"] != true || d["enroll_via_multichallenge_optional"] != optional || d["type"] != typ {
-		t.Fatalf("detail %v", d)
+	if !res.Enrollment || res.EnrollmentOptional != optional || res.Type != typ {
+		t.Fatalf("answer %+v", res)
 	}
-	txid, _ = d["transaction_id"].(string)
-	serial, _ = d["serial"].(string)
+	txid, serial = res.TransactionID, res.Serial
 	if len(txid) != 20 || serial == "" {
 		t.Fatalf("transaction %q serial %q", txid, serial)
 	}
-	multi, _ := d["multi_challenge"].([]map[string]any)
-	if len(multi) != 1 || multi[0]["transaction_id"] != txid || multi[0]["serial"] != serial || multi[0]["client_mode"] != "interactive" {
-		t.Fatalf("multi_challenge %v", d["multi_challenge"])
+	multi := res.Challenges
+	if len(multi) != 1 || multi[0].TransactionID != txid || multi[0].Serial != serial || multi[0].ClientMode != "interactive" {
+		t.Fatalf("multi_challenge %+v", res.Challenges)
 	}
 	if typ == "hotp" || typ == "totp" {
-		img, _ := d["image"].(string)
-		link, _ = d["link"].(string)
+		img := res.Image
+		link = res.Link
 		if !strings.HasPrefix(img, "data:image/png;base64,") || !strings.HasPrefix(link, "otpauth://"+typ+"/") {
 			t.Fatalf("image %.40q link %q", img, link)
 		}
-		if multi[0]["image"] != img || multi[0]["link"] != link {
+		if multi[0].Image != img || multi[0].Link != link {
 			t.Fatalf("multi_challenge image/link differ")
 		}
 	}
@@ -96,8 +95,8 @@ func TestEnrollViaMultichallengeHOTP(t *testing.T) {
 
 	res := alice("alice-pw", "")
 	txid, serial, link := enrollChallenge(t, res, "hotp", false)
-	if res.Detail["message"] != validate.MsgEnrollScan || res.Detail["preferred_client_mode"] != "interactive" {
-		t.Errorf("detail %v", res.Detail)
+	if res.Message != validate.MsgEnrollScan || res.PreferredClientMode != "interactive" {
+		t.Errorf("detail %v", res)
 	}
 	tok := e.get(t, serial)
 	if tok.RolloutState != token.StateClientWait || tok.Owner == nil || tok.Owner.Login != "alice" || tok.Type != "hotp" {
@@ -128,8 +127,8 @@ func TestEnrollViaMultichallengeHOTP(t *testing.T) {
 		}
 		res := alice(wrong, txid)
 		want(t, res, false, validate.MsgResponseNoMatch)
-		if res.Detail["serial"] != serial {
-			t.Errorf("detail %v", res.Detail)
+		if res.Serial != serial {
+			t.Errorf("detail %v", res)
 		}
 		got := e.get(t, serial)
 		if got.RolloutState != token.StateClientWait || got.FailCount != 1 {
@@ -139,8 +138,8 @@ func TestEnrollViaMultichallengeHOTP(t *testing.T) {
 	t.Run("right answer", func(t *testing.T) {
 		res := alice(otpAt(0), txid)
 		want(t, res, true, validate.MsgFoundChallenge)
-		if res.Detail["serial"] != serial || res.Challenge {
-			t.Errorf("detail %v", res.Detail)
+		if res.Serial != serial || res.Challenge {
+			t.Errorf("detail %v", res)
 		}
 		got := e.get(t, serial)
 		if got.RolloutState != token.StateEnrolled || got.FailCount != 0 || got.Count != 1 {
@@ -161,7 +160,7 @@ func TestEnrollViaMultichallengeHOTP(t *testing.T) {
 		}
 		// passthru no longer applies
 		if res := alice("alice-pw", ""); res.Value {
-			t.Fatalf("password alone accepted: %v", res.Detail)
+			t.Fatalf("password alone accepted: %v", res)
 		}
 	})
 }
@@ -174,8 +173,8 @@ func TestEnrollViaMultichallengeTOTP(t *testing.T) {
 	e.scopedPolicy(t, "step", policy.ScopeEnrollment, "totp_timestep=60")
 	res := e.check(t, validate.Request{User: "alice", Pass: "alice-pw"})
 	txid, serial, link := enrollChallenge(t, res, "totp", false)
-	if res.Detail["message"] != "Scan it, then type the code" {
-		t.Errorf("message %q", res.Detail["message"])
+	if res.Message != "Scan it, then type the code" {
+		t.Errorf("message %q", res.Message)
 	}
 	if !strings.Contains(link, "&period=60&") {
 		t.Fatalf("link %q", link)
@@ -304,11 +303,11 @@ func TestEnrollViaMultichallengeCancel(t *testing.T) {
 		e.policy(t, "cr", "challenge_response=hotp")
 		e.enroll(t, "hotp", "CR2", "alice", "realm2", rfcKey, "crpin")
 		res := e.check(t, validate.Request{User: "alice", Realm: "realm2", Pass: "crpin"})
-		if !res.Challenge || res.Detail["enroll_via_multichallenge"] != nil {
-			t.Fatalf("challenge %v", res.Detail)
+		if !res.Challenge || res.Enrollment {
+			t.Fatalf("challenge %v", res)
 		}
-		want(t, cancel("alice", "realm2", res.Detail["transaction_id"].(string)), false, validate.MsgEnrollCancelFailed)
-		want(t, e.check(t, validate.Request{User: "alice", Realm: "realm2", Pass: rfcHOTP[0], TransactionID: res.Detail["transaction_id"].(string)}), true, validate.MsgFoundChallenge)
+		want(t, cancel("alice", "realm2", res.TransactionID), false, validate.MsgEnrollCancelFailed)
+		want(t, e.check(t, validate.Request{User: "alice", Realm: "realm2", Pass: rfcHOTP[0], TransactionID: res.TransactionID}), true, validate.MsgFoundChallenge)
 	})
 	t.Run("missing transaction", func(t *testing.T) {
 		_, err := e.v.Check(t.Context(), validate.Request{User: "alice", CancelEnrollment: true})
@@ -328,12 +327,12 @@ func TestClientModePerUser(t *testing.T) {
 	// of typ when given, and returns the preferred_client_mode.
 	login := func(ua, typ string) any {
 		t.Helper()
-		res := e.check(t, validate.Request{User: "alice", Pass: "pin", UserAgent: ua})
-		if !res.Challenge || res.Challenges != 2 {
-			t.Fatalf("challenges %v", res.Detail)
+		res := e.check(t, validate.Request{User: "alice", Pass: "pin", Caller: caller.Caller{UserAgent: ua}})
+		if !res.Challenge || len(res.Challenges) != 2 {
+			t.Fatalf("challenges %v", res)
 		}
-		mode := res.Detail["preferred_client_mode"]
-		txid := res.Detail["transaction_id"].(string)
+		mode := res.PreferredClientMode
+		txid := res.TransactionID
 		var pass string
 		switch typ {
 		case "":
@@ -345,9 +344,9 @@ func TestClientModePerUser(t *testing.T) {
 			pass = otp.HOTP(pollKey, pollCounter, 6, otp.SHA1)
 			pollCounter++
 		}
-		res = e.check(t, validate.Request{User: "alice", Pass: pass, TransactionID: txid, UserAgent: ua})
-		if !res.Value || res.Detail["type"] != typ {
-			t.Fatalf("answer with %s: %v", typ, res.Detail)
+		res = e.check(t, validate.Request{User: "alice", Pass: pass, TransactionID: txid, Caller: caller.Caller{UserAgent: ua}})
+		if !res.Value || res.Type != typ {
+			t.Fatalf("answer with %s: %v", typ, res)
 		}
 		return mode
 	}

@@ -31,17 +31,12 @@ func (q *req) genericChallenge(ctx context.Context, t *token.Token, kind, msg st
 	if _, err := svc.CreateGenericChallenge(ctx, t, txid, kind, data); err != nil {
 		return Response{}, err
 	}
-	entry := map[string]any{"transaction_id": txid, "serial": t.Serial, "type": t.Type, "client_mode": "interactive", "message": msg}
-	multi := []map[string]any{entry}
-	d := map[string]any{
-		"message": msg, "messages": []string{msg}, "multi_challenge": multi,
-		"transaction_id": txid, "transaction_ids": []string{txid},
-		"serial": t.Serial, "type": t.Type, "client_mode": "interactive",
-	}
-	if err := q.challengeShape(ctx, d, multi, []string{msg}); err != nil {
+	ch := Challenge{TransactionID: txid, Serial: t.Serial, Type: t.Type, ClientMode: "interactive", Message: msg}
+	res := challengeAnswer(q.u, []Challenge{ch}, msg, []string{txid})
+	if err := q.challengeShape(ctx, &res); err != nil {
 		return Response{}, err
 	}
-	return Response{User: q.u, Challenge: true, Challenges: 1, Detail: d}, nil
+	return res, nil
 }
 
 // resyncChallenge is AUTH resync_via_multichallenge: the first value of
@@ -49,11 +44,11 @@ func (q *req) genericChallenge(ctx context.Context, t *token.Token, kind, msg st
 // "wrong otp value" the user is asked for the next value. ok is false
 // when the policy is not set.
 func (q *req) resyncChallenge(ctx context.Context, t *token.Token) (Response, bool, error) {
-	name, err := q.flag(ctx, policy.ScopeAuthentication, "resync_via_multichallenge")
+	name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "resync_via_multichallenge")
 	if err != nil || name == "" {
 		return Response{}, false, err
 	}
-	q.note(name)
+	q.pol.note(name)
 	res, err := q.genericChallenge(ctx, t, token.ChallengeResync, MsgResyncChallenge, nil)
 	return res, true, err
 }
@@ -61,14 +56,14 @@ func (q *req) resyncChallenge(ctx context.Context, t *token.Token) (Response, bo
 // pinChange is AUTH change_pin_via_validate: a success of a token whose
 // PIN change is due becomes a challenge asking for a new PIN.
 func (q *req) pinChange(ctx context.Context, res Response, t *token.Token) (Response, error) {
-	if !res.Value || res.Detail["pin_change"] != true {
+	if !res.Value || !res.PINChange {
 		return res, nil
 	}
-	name, err := q.flag(ctx, policy.ScopeAuthentication, "change_pin_via_validate")
+	name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "change_pin_via_validate")
 	if err != nil || name == "" {
 		return res, err
 	}
-	q.note(name)
+	q.pol.note(name)
 	return q.genericChallenge(ctx, t, token.ChallengePINReset, MsgNewPIN, nil)
 }
 
@@ -105,10 +100,10 @@ func (q *req) pinResetAnswer(ctx context.Context, usable []*token.Token, chs []t
 	if err != nil {
 		return Response{}, true, err
 	}
-	gone := Response{User: q.u, Detail: map[string]any{"message": MsgResponseNoMatch, "serial": t.Serial, "type": t.Type}}
+	gone := Response{User: q.u, Message: MsgResponseNoMatch, Serial: t.Serial, Type: t.Type}
 	if len(data) == 0 {
 		// The new PIN, the first time.
-		if err := q.checkNewPIN(ctx, t, q.r.Pass); err != nil {
+		if err := q.pol.checkNewPIN(ctx, t, q.r.Pass); err != nil {
 			return Response{}, true, err
 		}
 		h, err := svc.HashPIN(ctx, q.r.Pass)
@@ -138,9 +133,9 @@ func (q *req) pinResetAnswer(ctx context.Context, usable []*token.Token, chs []t
 		if err := svc.ChallengeAnswered(ctx, ch.TransactionID, t.Serial, false); err != nil {
 			return Response{}, true, err
 		}
-		return Response{User: q.u, Detail: map[string]any{"message": MsgPINsDiffer, "serial": t.Serial}}, true, nil
+		return Response{User: q.u, Message: MsgPINsDiffer, Serial: t.Serial}, true, nil
 	}
-	next, err := q.nextPINChange(ctx, now)
+	next, err := q.pol.nextPINChange(ctx, now)
 	if err != nil {
 		return Response{}, true, err
 	}
@@ -148,23 +143,23 @@ func (q *req) pinResetAnswer(ctx context.Context, usable []*token.Token, chs []t
 	if err != nil || !ok {
 		return gone, true, err
 	}
-	return Response{Value: true, User: q.u, Detail: map[string]any{"message": MsgPINSet, "serial": t.Serial}}, true, nil
+	return Response{Value: true, User: q.u, Message: MsgPINSet, Serial: t.Serial}, true, nil
 }
 
 // checkNewPIN applies the user-scope PIN rules (otp_pin_minlength,
 // otp_pin_maxlength, otp_pin_contents, the <type>_ variants first) to a
 // PIN the user chose: the user sets it, as in /token/setpin of the user
 // role.
-func (q *req) checkNewPIN(ctx context.Context, t *token.Token, pin string) error {
+func (p *policies) checkNewPIN(ctx context.Context, t *token.Token, pin string) error {
 	return policy.CheckPINRules(t.Type, pin, func(action string) (string, error) {
-		return q.value(ctx, policy.ScopeUser, action)
+		return p.value(ctx, policy.ScopeUser, action)
 	})
 }
 
 // nextPINChange is when the new PIN must be changed again: ENROLL
 // change_pin_every ("90d") after now, or zero when no policy asks for it.
-func (q *req) nextPINChange(ctx context.Context, now time.Time) (time.Time, error) {
-	v, name, err := q.valueNamed(ctx, policy.ScopeEnrollment, "change_pin_every")
+func (p *policies) nextPINChange(ctx context.Context, now time.Time) (time.Time, error) {
+	v, name, err := p.valueNamed(ctx, policy.ScopeEnrollment, "change_pin_every")
 	if err != nil || v == "" {
 		return time.Time{}, err
 	}
@@ -172,6 +167,6 @@ func (q *req) nextPINChange(ctx context.Context, now time.Time) (time.Time, erro
 	if !ok {
 		return time.Time{}, errPolicyValue("change_pin_every", v)
 	}
-	q.note(name)
+	p.note(name)
 	return now.Add(d), nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/authsrv/authsrv/caller"
 	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/realm"
 	"github.com/authsrv/authsrv/user"
@@ -22,6 +23,10 @@ type policies struct {
 	auth, authz, authzAll *policy.Scoped
 	// used are the names of the policies that took effect.
 	used []string
+	// who is the request's caller (client and user agent are matched);
+	// u is the request's user as it is resolved.
+	who caller.Caller
+	u   *user.User
 }
 
 // any reports whether a policy of the two scopes exists at all.
@@ -30,17 +35,17 @@ func (p *policies) any() bool {
 }
 
 // note records policies that took effect.
-func (q *req) note(names ...string) {
+func (p *policies) note(names ...string) {
 	for _, n := range names {
-		if n != "" && !slices.Contains(q.pol.used, n) {
-			q.pol.used = append(q.pol.used, n)
+		if n != "" && !slices.Contains(p.used, n) {
+			p.used = append(p.used, n)
 		}
 	}
 }
 
 // query is the policy query for user u.
-func (q *req) query(scope string, u user.User) policy.Query {
-	pq := policy.Query{Scope: scope, Client: q.r.Client, UserAgent: q.r.UserAgent}
+func (p *policies) query(scope string, u user.User) policy.Query {
+	pq := policy.Query{Scope: scope, Client: p.who.Client, UserAgent: p.who.UserAgent}
 	if u.Login != "" {
 		pq.User = policy.Str(u.Login)
 	}
@@ -54,49 +59,49 @@ func (q *req) query(scope string, u user.User) policy.Query {
 }
 
 // set returns the policies of scope that match the request's user.
-func (q *req) set(ctx context.Context, scope string) (*policy.Scoped, error) {
-	if q.pol.snap == nil || !q.pol.snap.Active(scope) {
+func (p *policies) set(ctx context.Context, scope string) (*policy.Scoped, error) {
+	if p.snap == nil || !p.snap.Active(scope) {
 		return nil, nil
 	}
-	var p **policy.Scoped
+	var cached **policy.Scoped
 	switch scope {
 	case policy.ScopeAuthentication:
-		p = &q.pol.auth
+		cached = &p.auth
 	case policy.ScopeAuthorization:
-		p = &q.pol.authz
+		cached = &p.authz
 	default:
-		return q.pol.snap.Scoped(ctx, q.query(scope, q.u))
+		return p.snap.Scoped(ctx, p.query(scope, *p.u))
 	}
-	if *p == nil {
-		sc, err := q.pol.snap.Scoped(ctx, q.query(scope, q.u))
+	if *cached == nil {
+		sc, err := p.snap.Scoped(ctx, p.query(scope, *p.u))
 		if err != nil {
 			return nil, err
 		}
-		*p = sc
+		*cached = sc
 	}
-	return *p, nil
+	return *cached, nil
 }
 
 // setAll returns the authorization policies that match any user.
-func (q *req) setAll(ctx context.Context) (*policy.Scoped, error) {
-	if q.pol.snap == nil || !q.pol.snap.Active(policy.ScopeAuthorization) {
+func (p *policies) setAll(ctx context.Context) (*policy.Scoped, error) {
+	if p.snap == nil || !p.snap.Active(policy.ScopeAuthorization) {
 		return nil, nil
 	}
-	if q.pol.authzAll == nil {
-		sc, err := q.pol.snap.Scoped(ctx, policy.Query{Scope: policy.ScopeAuthorization, Client: q.r.Client, UserAgent: q.r.UserAgent})
+	if p.authzAll == nil {
+		sc, err := p.snap.Scoped(ctx, policy.Query{Scope: policy.ScopeAuthorization, Client: p.who.Client, UserAgent: p.who.UserAgent})
 		if err != nil {
 			return nil, err
 		}
-		q.pol.authzAll = sc
+		p.authzAll = sc
 	}
-	return q.pol.authzAll, nil
+	return p.authzAll, nil
 }
 
 // value returns the value the request's policies give action: that of the
 // best priority, the lowest of several there; "" when none gives one. A
 // comma written \, is a comma.
-func (q *req) value(ctx context.Context, scope, action string) (string, error) {
-	sc, err := q.set(ctx, scope)
+func (p *policies) value(ctx context.Context, scope, action string) (string, error) {
+	sc, err := p.set(ctx, scope)
 	if err != nil {
 		return "", err
 	}
@@ -105,8 +110,8 @@ func (q *req) value(ctx context.Context, scope, action string) (string, error) {
 }
 
 // valueNamed is value with the name of the policy that gave it.
-func (q *req) valueNamed(ctx context.Context, scope, action string) (string, string, error) {
-	sc, err := q.set(ctx, scope)
+func (p *policies) valueNamed(ctx context.Context, scope, action string) (string, string, error) {
+	sc, err := p.set(ctx, scope)
 	if err != nil {
 		return "", "", err
 	}
@@ -160,8 +165,8 @@ func values(sc *policy.Scoped, action string) ([]string, []string, error) {
 
 // flag returns the name of the first policy, by priority, that sets the
 // boolean action, or "".
-func (q *req) flag(ctx context.Context, scope, action string) (string, error) {
-	sc, err := q.set(ctx, scope)
+func (p *policies) flag(ctx context.Context, scope, action string) (string, error) {
+	sc, err := p.set(ctx, scope)
 	if err != nil {
 		return "", err
 	}
@@ -224,7 +229,7 @@ func (q *req) requestPolicies(ctx context.Context, login, realmName string) (str
 	}
 	snap := q.pol.snap
 	pre := user.User{Login: login, Realm: realmName}
-	auth, err := snap.Scoped(ctx, q.query(policy.ScopeAuthentication, pre))
+	auth, err := snap.Scoped(ctx, q.pol.query(policy.ScopeAuthentication, pre))
 	if err != nil {
 		return "", "", err
 	}
@@ -234,7 +239,7 @@ func (q *req) requestPolicies(ctx context.Context, login, realmName string) (str
 			return "", "", err
 		}
 		if rn == "" {
-			authz, err := snap.Scoped(ctx, q.query(policy.ScopeAuthorization, pre))
+			authz, err := snap.Scoped(ctx, q.pol.query(policy.ScopeAuthorization, pre))
 			if err != nil {
 				return "", "", err
 			}
@@ -243,11 +248,11 @@ func (q *req) requestPolicies(ctx context.Context, login, realmName string) (str
 			}
 		}
 		if rn != "" {
-			q.note(names...)
+			q.pol.note(names...)
 			realmName = realm.Normalize(rn)
 			if realmName != pre.Realm {
 				pre.Realm = realmName
-				if auth, err = snap.Scoped(ctx, q.query(policy.ScopeAuthentication, pre)); err != nil {
+				if auth, err = snap.Scoped(ctx, q.pol.query(policy.ScopeAuthentication, pre)); err != nil {
 					return "", "", err
 				}
 			}
@@ -259,7 +264,7 @@ func (q *req) requestPolicies(ctx context.Context, login, realmName string) (str
 	}
 	for i, spec := range specs {
 		if mangle(spec, &login, &realmName, &q.r.Pass) {
-			q.note(names[i])
+			q.pol.note(names[i])
 		}
 	}
 	return login, realm.Normalize(realmName), nil

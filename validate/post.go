@@ -19,13 +19,13 @@ import (
 // when no policy applies or the password was not accepted: the request
 // then goes on to the token check.
 func (q *req) passthru(ctx context.Context) (Response, bool, error) {
-	v, name, err := q.valueNamed(ctx, policy.ScopeAuthentication, "passthru")
+	v, name, err := q.pol.valueNamed(ctx, policy.ScopeAuthentication, "passthru")
 	if err != nil {
 		return Response{}, false, err
 	}
 	if v == "" {
 		// A bare passthru (privacyIDEA's old boolean form) is userstore.
-		if name, err = q.flag(ctx, policy.ScopeAuthentication, "passthru"); err != nil || name == "" {
+		if name, err = q.pol.flag(ctx, policy.ScopeAuthentication, "passthru"); err != nil || name == "" {
 			return Response{}, false, err
 		}
 		v = "userstore"
@@ -38,10 +38,10 @@ func (q *req) passthru(ctx context.Context) (Response, bool, error) {
 		if err != nil || !ok {
 			return Response{}, false, err
 		}
-		q.note(name)
-		return Response{Value: true, User: q.u, Detail: map[string]any{"message": fmt.Sprintf("against userstore due to '%s'", name)}}, true, nil
+		q.pol.note(name)
+		return Response{Value: true, User: q.u, Message: fmt.Sprintf("against userstore due to '%s'", name)}, true, nil
 	}
-	assign, err := q.passthruAssignSpec(ctx)
+	assign, err := q.pol.passthruAssignSpec(ctx)
 	if err != nil {
 		return Response{}, false, err
 	}
@@ -60,12 +60,12 @@ func (q *req) passthru(ctx context.Context) (Response, bool, error) {
 	if resp.Code != radclient.Accept {
 		return Response{}, false, nil
 	}
-	q.note(name)
+	q.pol.note(name)
 	prefix, err := q.passthruAssign(ctx, assign)
 	if err != nil {
 		return Response{}, false, err
 	}
-	return Response{Value: true, User: q.u, Detail: map[string]any{"message": prefix + fmt.Sprintf("against RADIUS server %s due to '%s'", v, name)}}, true, nil
+	return Response{Value: true, User: q.u, Message: prefix + fmt.Sprintf("against RADIUS server %s due to '%s'", v, name)}, true, nil
 }
 
 // post applies the policies that shape a decision of /validate/check, in
@@ -77,7 +77,7 @@ func (q *req) post(ctx context.Context, res Response) (Response, error) {
 	if !q.pol.any() {
 		return res, nil
 	}
-	typ, _ := res.Detail["type"].(string)
+	typ := res.Type
 	if res.Value {
 		if err := q.tokenChecks(ctx, res); err != nil {
 			return res, err
@@ -86,7 +86,7 @@ func (q *req) post(ctx context.Context, res Response) (Response, error) {
 			return res, err
 		}
 	}
-	all, err := q.setAll(ctx)
+	all, err := q.pol.setAll(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -97,10 +97,10 @@ func (q *req) post(ctx context.Context, res Response) (Response, error) {
 	if name, err := flagOf(all, action); err != nil {
 		return res, err
 	} else if name != "" {
-		q.note(name)
-		res.Detail = nil
+		q.pol.note(name)
+		res.NoDetail = true
 	}
-	if err := q.authorized(ctx); err != nil {
+	if err := q.pol.authorized(ctx); err != nil {
 		return res, err
 	}
 	if res.Value {
@@ -109,19 +109,19 @@ func (q *req) post(ctx context.Context, res Response) (Response, error) {
 		}
 	}
 	if !res.Value && !res.Challenge {
-		if name, err := q.flag(ctx, policy.ScopeAuthentication, "hide_specific_error_message"); err != nil {
+		if name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "hide_specific_error_message"); err != nil {
 			return res, err
 		} else if name != "" {
-			q.note(name)
-			res.Detail = map[string]any{"message": MsgAuthFailed}
+			q.pol.note(name)
+			res = Response{User: res.User, Message: MsgAuthFailed, SendFailed: res.SendFailed}
 		}
 	}
 	return res, nil
 }
 
 // authorized is AUTHZ authorized=deny_access.
-func (q *req) authorized(ctx context.Context) error {
-	sc, err := q.set(ctx, policy.ScopeAuthorization)
+func (p *policies) authorized(ctx context.Context) error {
+	sc, err := p.set(ctx, policy.ScopeAuthorization)
 	if err != nil || sc.Empty() {
 		return err
 	}
@@ -130,7 +130,7 @@ func (q *req) authorized(ctx context.Context) error {
 		return err
 	}
 	if strings.EqualFold(v, "deny_access") {
-		q.note(names...)
+		p.note(names...)
 		return ErrNotAuthorized
 	}
 	return nil
@@ -140,11 +140,11 @@ func (q *req) authorized(ctx context.Context) error {
 // serial must match a serial policy, its type be listed by a tokentype
 // policy, and its tokeninfo match every tokeninfo policy.
 func (q *req) tokenChecks(ctx context.Context, res Response) error {
-	serial, _ := res.Detail["serial"].(string)
+	serial := res.Serial
 	if serial == "" {
 		return nil
 	}
-	all, err := q.setAll(ctx)
+	all, err := q.pol.setAll(ctx)
 	if err != nil || all.Empty() {
 		return err
 	}
@@ -162,12 +162,12 @@ func (q *req) tokenChecks(ctx context.Context, res Response) error {
 			}
 		}
 		if !ok {
-			q.note(names...)
+			q.pol.note(names...)
 			return ErrSerialNotAllowed
 		}
 	}
-	if typ, _ := res.Detail["type"].(string); typ != "" {
-		sc, err := q.set(ctx, policy.ScopeAuthorization)
+	if typ := res.Type; typ != "" {
+		sc, err := q.pol.set(ctx, policy.ScopeAuthorization)
 		if err != nil {
 			return err
 		}
@@ -176,7 +176,7 @@ func (q *req) tokenChecks(ctx context.Context, res Response) error {
 			return err
 		}
 		if len(lists) > 0 && !slices.ContainsFunc(lists, func(l string) bool { return containsFold(strings.Fields(l), typ) }) {
-			q.note(names...)
+			q.pol.note(names...)
 			return ErrTypeNotAllowed
 		}
 	}
@@ -203,7 +203,7 @@ func (q *req) tokenChecks(ctx context.Context, res Response) error {
 			continue
 		}
 		if !re.MatchString(t.Info[parts[0]]) {
-			q.note(names[i])
+			q.pol.note(names[i])
 			return apierr.New(apierr.Policy, fmt.Sprintf("Tokeninfo field %s with contents does not match regular expression.", parts[0]))
 		}
 	}
@@ -217,12 +217,9 @@ func (q *req) addUser(ctx context.Context, res *Response) error {
 	if res.User.Login == "" {
 		return nil
 	}
-	sc, err := q.set(ctx, policy.ScopeAuthorization)
+	sc, err := q.pol.set(ctx, policy.ScopeAuthorization)
 	if err != nil || sc.Empty() {
 		return err
-	}
-	if res.Detail == nil {
-		res.Detail = map[string]any{}
 	}
 	if name, err := flagOf(sc, "add_user_in_response"); err != nil {
 		return err
@@ -244,34 +241,34 @@ func (q *req) addUser(ctx context.Context, res *Response) error {
 				info[k] = v
 			}
 		}
-		q.note(name)
-		res.Detail["user"] = info
+		q.pol.note(name)
+		res.UserAttributes = info
 	}
 	if name, err := flagOf(sc, "add_resolver_in_response"); err != nil {
 		return err
 	} else if name != "" {
-		q.note(name)
-		res.Detail["user-resolver"] = res.User.Resolver
-		res.Detail["user-realm"] = res.User.Realm
+		q.pol.note(name)
+		res.AddResolver = true
 	}
 	return nil
 }
 
 // challengeShape applies preferred_client_mode and the challenge text
-// header and footer to a challenge detail.
-func (q *req) challengeShape(ctx context.Context, d map[string]any, multi []map[string]any, messages []string) error {
+// header and footer to a challenge answer.
+func (q *req) challengeShape(ctx context.Context, res *Response) error {
+	multi, messages := res.Challenges, res.Messages
 	modes := []string{"interactive", "webauthn", "poll"}
-	v, name, err := q.valueNamed(ctx, policy.ScopeAuthentication, "preferred_client_mode")
+	v, name, err := q.pol.valueNamed(ctx, policy.ScopeAuthentication, "preferred_client_mode")
 	if err != nil {
 		return err
 	}
 	if f := strings.Fields(v); len(f) > 0 {
 		modes = f
-		q.note(name)
+		q.pol.note(name)
 	}
 	preferred := "interactive"
 	for _, m := range modes {
-		if slices.ContainsFunc(multi, func(c map[string]any) bool { return c["client_mode"] == m }) {
+		if slices.ContainsFunc(multi, func(c Challenge) bool { return c.ClientMode == m }) {
 			preferred = m
 			break
 		}
@@ -281,17 +278,17 @@ func (q *req) challengeShape(ctx context.Context, d map[string]any, multi []map[
 	} else if m != "" {
 		preferred = m
 	}
-	d["preferred_client_mode"] = preferred
+	res.PreferredClientMode = preferred
 
-	header, hname, err := q.valueNamed(ctx, policy.ScopeAuthentication, "challenge_text_header")
+	header, hname, err := q.pol.valueNamed(ctx, policy.ScopeAuthentication, "challenge_text_header")
 	if err != nil || header == "" {
 		return err
 	}
-	footer, fname, err := q.valueNamed(ctx, policy.ScopeAuthentication, "challenge_text_footer")
+	footer, fname, err := q.pol.valueNamed(ctx, policy.ScopeAuthentication, "challenge_text_footer")
 	if err != nil {
 		return err
 	}
-	q.note(hname, fname)
+	q.pol.note(hname, fname)
 	texts := slices.Clone(messages)
 	slices.Sort(texts)
 	texts = slices.Compact(texts)
@@ -305,6 +302,6 @@ func (q *req) challengeShape(ctx context.Context, d map[string]any, multi []map[
 		b.WriteString("\n" + strings.Join(texts, ", ") + "\n")
 	}
 	b.WriteString(footer)
-	d["message"] = b.String()
+	res.Message = b.String()
 	return nil
 }

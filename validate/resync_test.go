@@ -18,13 +18,13 @@ var autoResync = token.Settings{AutoResync: true}
 // transaction id.
 func challengeOf(t *testing.T, res validate.Response, serial, message string) string {
 	t.Helper()
-	txid, _ := res.Detail["transaction_id"].(string)
-	if res.Value || !res.Challenge || !txidRe.MatchString(txid) || res.Detail["message"] != message {
-		t.Fatalf("want a challenge %q, got value %v challenge %v detail %v", message, res.Value, res.Challenge, res.Detail)
+	txid := res.TransactionID
+	if res.Value || !res.Challenge || !txidRe.MatchString(txid) || res.Message != message {
+		t.Fatalf("want a challenge %q, got value %v challenge %v detail %v", message, res.Value, res.Challenge, res)
 	}
-	multi, _ := res.Detail["multi_challenge"].([]map[string]any)
-	if len(multi) != 1 || multi[0]["message"] != message || multi[0]["serial"] != serial || multi[0]["transaction_id"] != txid || multi[0]["client_mode"] != "interactive" {
-		t.Fatalf("multi_challenge %v", res.Detail["multi_challenge"])
+	multi := res.Challenges
+	if len(multi) != 1 || multi[0].Message != message || multi[0].Serial != serial || multi[0].TransactionID != txid || multi[0].ClientMode != "interactive" {
+		t.Fatalf("multi_challenge %v", res.Challenges)
 	}
 	return txid
 }
@@ -58,8 +58,8 @@ func TestAutoResyncUserPath(t *testing.T) {
 	want(t, alice("pim"+hotpAt(t, rfcKey, 31)), false, "wrong otp pin")
 	res := alice("pin" + hotpAt(t, rfcKey, 31))
 	want(t, res, true, "matching 1 tokens")
-	if res.Detail["serial"] != "H1" {
-		t.Fatalf("detail %v", res.Detail)
+	if res.Serial != "H1" {
+		t.Fatalf("detail %v", res)
 	}
 	if tok := e.get(t, "H1"); tok.Count != 32 || tok.FailCount != 0 {
 		t.Fatalf("count %d failcount %d, want 32 and 0", tok.Count, tok.FailCount)
@@ -185,26 +185,24 @@ func TestPinChangeDetail(t *testing.T) {
 	e, due := pinChangeEnv(t)
 	res := e.check(t, validate.Request{User: "alice", Pass: "pin" + rfcHOTP[0]})
 	want(t, res, true, "matching 1 tokens")
-	if res.Detail["next_pin_change"] != due || res.Detail["pin_change"] != true {
-		t.Fatalf("detail %v, want next_pin_change %s and pin_change true", res.Detail, due)
+	if res.NextPINChange != due || !res.PINChange {
+		t.Fatalf("detail %v, want next_pin_change %s and pin_change true", res, due)
 	}
 	later := token.FormatValidity(e.clk.Now().Add(48 * time.Hour))
 	if err := e.tokens.SetInfo(t.Context(), "H1", token.InfoNextPinChange, later); err != nil {
 		t.Fatal(err)
 	}
 	res = e.check(t, validate.Request{User: "alice", Pass: "pin" + rfcHOTP[1]})
-	if !res.Value || res.Detail["next_pin_change"] != later || res.Detail["pin_change"] != false {
-		t.Fatalf("detail %v, want next_pin_change %s and pin_change false", res.Detail, later)
+	if !res.Value || res.NextPINChange != later || res.PINChange {
+		t.Fatalf("detail %v, want next_pin_change %s and pin_change false", res, later)
 	}
 	if err := e.tokens.DeleteInfo(t.Context(), "H1", token.InfoNextPinChange); err != nil {
 		t.Fatal(err)
 	}
 	res = e.check(t, validate.Request{User: "alice", Pass: "pin" + rfcHOTP[2]})
 	want(t, res, true, "matching 1 tokens")
-	_, hasChange := res.Detail["pin_change"]
-	_, hasNext := res.Detail["next_pin_change"]
-	if hasChange || hasNext {
-		t.Fatalf("detail %v without next_pin_change tokeninfo", res.Detail)
+	if res.PINChange || res.NextPINChange != "" {
+		t.Fatalf("detail %v without next_pin_change tokeninfo", res)
 	}
 }
 
@@ -244,16 +242,16 @@ func TestPinChangeViaValidate(t *testing.T) {
 	// A different repeat fails; the challenge stays for another try.
 	res = e.check(t, validate.Request{User: "alice", TransactionID: tx2, Pass: "secret2"})
 	want(t, res, false, validate.MsgPINsDiffer)
-	if res.Detail["serial"] != "H1" {
-		t.Fatalf("detail %v", res.Detail)
+	if res.Serial != "H1" {
+		t.Fatalf("detail %v", res)
 	}
 	if ok, _ := e.tokens.CheckPIN(t.Context(), e.get(t, "H1"), "pin"); !ok {
 		t.Fatal("the PIN changed on a mismatch")
 	}
 	res = e.check(t, validate.Request{User: "alice", TransactionID: tx2, Pass: "secret1"})
 	want(t, res, true, validate.MsgPINSet)
-	if res.Detail["serial"] != "H1" {
-		t.Fatalf("detail %v", res.Detail)
+	if res.Serial != "H1" {
+		t.Fatalf("detail %v", res)
 	}
 	tok := e.get(t, "H1")
 	if ok, _ := e.tokens.CheckPIN(t.Context(), tok, "secret1"); !ok {
@@ -269,8 +267,8 @@ func TestPinChangeViaValidate(t *testing.T) {
 	want(t, e.check(t, validate.Request{User: "alice", Pass: "pin" + rfcHOTP[1]}), false, validate.MsgWrongPIN)
 	res = e.check(t, validate.Request{User: "alice", Pass: "secret1" + rfcHOTP[2]})
 	want(t, res, true, "matching 1 tokens")
-	if res.Detail["pin_change"] != false {
-		t.Fatalf("detail %v", res.Detail)
+	if res.PINChange {
+		t.Fatalf("detail %v", res)
 	}
 }
 

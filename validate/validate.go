@@ -17,22 +17,30 @@
 // come from one snapshot per request (one store read), so a request
 // without policies costs nothing extra.
 //
+// Every request (Check, Trigger, Poll) writes its own audit entry from
+// the typed caller it receives, in the transaction that commits its token
+// changes where nothing after that commit can change the answer; the
+// answer is typed (Response), and privacyIDEA's detail object is built by
+// the HTTP layer. auth_max_fail and auth_max_success count the typed
+// authentication records of the bucket authlog.
+//
 // Package validate sits on floor 4: it imports token, realm, policy,
-// resolver, user, audit, store, apierr and internal/radclient (the answer
-// codes of a RADIUS passthru), and nothing that knows HTTP.
+// resolver, user, audit, caller, store, apierr and internal/radclient (the
+// answer codes of a RADIUS passthru), and nothing that knows HTTP.
 package validate
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/audit"
+	"github.com/authsrv/authsrv/caller"
 	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/realm"
 	"github.com/authsrv/authsrv/resolver"
@@ -77,6 +85,9 @@ var (
 
 // Request is one authentication request.
 type Request struct {
+	// Caller is who asks (zero: a trusted local program); its action,
+	// client, user agent and administrator go into the audit entry.
+	Caller                caller.Caller
 	User, Realm, Resolver string
 	Serial                string
 	Pass                  string
@@ -87,27 +98,23 @@ type Request struct {
 	// under the AUTHZ policy application_tokentype.
 	Type string
 	// OTPOnly checks only the OTP of the serial's token.
-	OTPOnly   bool
-	Client    netip.Addr
-	UserAgent string
+	OTPOnly bool
 	// Options are the other request parameters (for token types).
 	Options token.Params
 	// CancelEnrollment cancels the optional enrollment via multichallenge
 	// of TransactionID (cancel_enrollment).
 	CancelEnrollment bool
+	// RaiseSendError turns a challenge that could not be sent into an
+	// error (privacyIDEA's exception=1) instead of a rejection.
+	RaiseSendError bool
 	// Policies, when set, is the policy snapshot the caller already took
 	// for this request: the decision uses it instead of reading its own,
 	// so a caller that also needs policies pays one store read.
 	Policies *policy.Snapshot
-	// Record, when set, is asked for the write of the request's record
-	// (its audit entry) given the response of a success or of a rejection
-	// that raises fail counters. Check runs that write in the transaction
-	// that commits the counters, so that the answer and its record are
-	// durable together with one commit, when nothing after the commit can
-	// change the response (no authorization policy is active, and neither
-	// reset_all_user_tokens for a success nor hide_specific_error_message
-	// for a rejection is set). Response.Recorded tells whether it did.
-	Record func(Response) func(store.Tx) error
+	// PriorPolicies name the policies the caller already applied to this
+	// request (api_key_required, the admin right of triggerchallenge):
+	// the audit entry lists them with those of the decision.
+	PriorPolicies []string
 }
 
 // String describes the request without its password.
@@ -118,25 +125,63 @@ func (r Request) String() string {
 // Response is the decision.
 type Response struct {
 	Value bool
-	// Detail is the envelope's detail object (message, serial, type,
-	// otplen, multi_challenge, transaction_id, …); nil when a policy
-	// removed it.
-	Detail map[string]any
+	// Message is the decision's message ("matching 1 tokens", "wrong otp
+	// pin", the joined challenge texts, ...).
+	Message string
+	// Serial, Type and OTPLen name the token that decided, when the
+	// answer names one ("" and HasOTPLen false otherwise).
+	Serial, Type string
+	OTPLen       int
+	HasOTPLen    bool
+	// NextPINChange is the token's next_pin_change after a success ("" for
+	// none); PINChange tells whether the change is due.
+	NextPINChange string
+	PINChange     bool
+	// TransactionID and TransactionIDs are the challenges' transaction;
+	// Messages their texts, Challenges the challenges themselves.
+	TransactionID  string
+	TransactionIDs []string
+	Messages       []string
+	Challenges     []Challenge
+	// ClientMode, Attributes, Image and Link are those of the last
+	// challenge; PreferredClientMode is the mode the client should show.
+	ClientMode          string
+	PreferredClientMode string
+	Attributes          map[string]any
+	Image, Link         string
+	// Enrollment marks the challenge of an enrollment via multichallenge,
+	// EnrollmentOptional one the user may cancel.
+	Enrollment, EnrollmentOptional bool
+	// UserAttributes are the user's attributes under add_user_in_response
+	// (nil when not asked for); AddResolver asks for the user's resolver
+	// and realm in the answer (add_resolver_in_response).
+	UserAttributes map[string]any
+	AddResolver    bool
+	// NoDetail is set when no_detail_on_success or no_detail_on_fail
+	// leaves the details out of the answer.
+	NoDetail bool
+	// ChallengeStatus is the state of a polled transaction ("accept" or
+	// "pending").
+	ChallengeStatus string
 	// User is the resolved user (Found() false on the serial path without
 	// owner or for an unknown user).
 	User user.User
 	// Challenge is set when challenges were triggered.
 	Challenge bool
-	// Challenges is the number of challenges created.
-	Challenges int
 	// SendFailed is set when a challenge could not be delivered.
 	SendFailed bool
 	// Policies are the names of the policies that decided (for the
 	// audit).
 	Policies []string
-	// Recorded is set when Request.Record's write committed with this
-	// response.
-	Recorded bool
+}
+
+// Challenge is one challenge of a multi-challenge answer.
+type Challenge struct {
+	TransactionID, Serial, Type, ClientMode, Message string
+	// Image and Link are the QR code and otpauth URL of a token enrolled
+	// via multichallenge.
+	Image, Link string
+	Attributes  map[string]any
 }
 
 // Config wires the validator.
@@ -156,15 +201,19 @@ type Config struct {
 	// shared by nodes). Without it a random key is made, and the cache
 	// lives as long as the Validator.
 	CacheKey []byte
-	// Audit is counted by auth_max_fail and auth_max_success; without it
-	// those policies count nothing.
+	// Audit receives the entry of every request; without it nothing is
+	// audited.
 	Audit *audit.Log
+	// NodeName names this node in the audit entries.
+	NodeName string
 }
 
 // Validator decides authentication requests.
 type Validator struct {
 	cfg      Config
 	cacheKey []byte
+	// seq numbers the audit entries' thread ids.
+	seq atomic.Int64
 
 	// sweepMu guards sweepAt, where the next auth cache sweep starts.
 	sweepMu sync.Mutex
@@ -179,13 +228,6 @@ func New(cfg Config) *Validator {
 	return &Validator{cfg: cfg, cacheKey: cacheKey(cfg.CacheKey)}
 }
 
-// challengeOnly are types that answer a correct PIN with a challenge
-// always; others do so only when the challenge_response policy lists them.
-var challengeOnly = map[string]bool{"email": true, "sms": true, "indexedsecret": true, "questionnaire": true}
-
-// neverChallenge are types without a challenge.
-var neverChallenge = map[string]bool{"spass": true, "sshkey": true, "radius": true, "applspec": true}
-
 // req is one request in flight.
 type req struct {
 	v     *Validator
@@ -196,24 +238,36 @@ type req struct {
 	// force is force_challenge_response (user path only).
 	force bool
 	pol   policies
-	// recorded: Request.Record's write committed with the success.
-	recorded bool
+	// a is the request's audit entry.
+	a *auditor
 	// owned is the number of tokens the user owned when the user path
 	// decided (an assignment on use commits only if it still is).
 	owned int
 }
 
-// Check decides a request.
+// Check decides a request and writes its audit entry and authentication
+// record.
 func (v *Validator) Check(ctx context.Context, r Request) (Response, error) {
+	a := v.newAuditor(r, ActionCheck, true)
+	q, res, err := v.check(ctx, r, a)
+	if err == nil && res.SendFailed && r.RaiseSendError {
+		err = apierr.New(apierr.Server, res.Message)
+	}
+	return a.finish(ctx, q, res, err)
+}
+
+// check is Check before the audit; q is nil when the request did not get
+// as far as its policies.
+func (v *Validator) check(ctx context.Context, r Request, a *auditor) (*req, Response, error) {
 	if r.CancelEnrollment {
-		return v.cancelEnrollment(ctx, r)
+		return v.cancelEnrollment(ctx, r, a)
 	}
 	if r.Serial == "" && r.User == "" {
-		return Response{}, ErrNoTarget
+		return nil, Response{}, ErrNoTarget
 	}
-	q, err := v.start(ctx, r)
+	q, err := v.start(ctx, r, a)
 	if err != nil {
-		return Response{}, err
+		return q, Response{}, err
 	}
 	var res Response
 	if q.r.Serial != "" {
@@ -227,35 +281,31 @@ func (v *Validator) Check(ctx context.Context, r Request) (Response, error) {
 	if err == nil {
 		res, err = q.post(ctx, res)
 	}
-	res.Policies = q.pol.used
-	// The record names the success or the failure that was committed with
-	// it; any other outcome (which the checks before the commit rule out)
-	// is recorded by the caller as usual.
-	res.Recorded = q.recorded && err == nil
-	return res, err
+	return q, res, err
 }
 
 // start checks the serial and user of r, takes the policies and resolves
 // the user.
-func (v *Validator) start(ctx context.Context, r Request) (*req, error) {
+func (v *Validator) start(ctx context.Context, r Request, a *auditor) (*req, error) {
 	if strings.Contains(r.Serial, "*") {
 		return nil, ErrInvalidSerial
 	}
 	if strings.Contains(r.User, "%") {
 		return nil, ErrInvalidUser
 	}
-	q, err := v.newReq(ctx, r)
+	q, err := v.newReq(ctx, r, a)
 	if err != nil {
 		return nil, err
 	}
 	if err := q.prepare(ctx); err != nil {
-		return nil, err
+		return q, err
 	}
 	return q, nil
 }
 
-func (v *Validator) newReq(ctx context.Context, r Request) (*req, error) {
-	q := &req{v: v, r: r}
+func (v *Validator) newReq(ctx context.Context, r Request, a *auditor) (*req, error) {
+	q := &req{v: v, r: r, a: a}
+	q.pol.who, q.pol.u = r.Caller, &q.u
 	if r.Policies != nil {
 		q.pol.snap = r.Policies
 	} else if v.cfg.Policies != nil {
@@ -343,7 +393,7 @@ func (q *req) serialPath(ctx context.Context) (Response, error) {
 				return Response{}, err
 			}
 		}
-		return Response{User: q.u, Detail: map[string]any{"message": MsgOTPOnlyFailed}}, nil
+		return Response{User: q.u, Message: MsgOTPOnlyFailed}, nil
 	}
 	return q.decide(ctx, []*token.Token{t})
 }
@@ -354,7 +404,7 @@ func MsgMatching1() string { return fmt.Sprintf(MsgMatching, 1) }
 // userPath is check_user_pass with its policy wrappers, outermost first:
 // auth_cache, then the user checks.
 func (q *req) userPath(ctx context.Context) (Response, error) {
-	cp, err := q.cachePolicy(ctx)
+	cp, err := q.pol.cachePolicy(ctx)
 	if err != nil {
 		return Response{}, err
 	}
@@ -365,8 +415,8 @@ func (q *req) userPath(ctx context.Context) (Response, error) {
 			return Response{}, err
 		}
 		if hit {
-			q.note(cp.names...)
-			return Response{Value: true, User: q.u, Detail: map[string]any{"message": MsgAuthCache}}, nil
+			q.pol.note(cp.names...)
+			return Response{Value: true, User: q.u, Message: MsgAuthCache}, nil
 		}
 	}
 	res, err := q.userCheck(ctx)
@@ -382,16 +432,16 @@ func (q *req) userPath(ctx context.Context) (Response, error) {
 // rate limits around passthru and the token check.
 func (q *req) userCheck(ctx context.Context) (Response, error) {
 	if !q.found {
-		if name, err := q.flag(ctx, policy.ScopeAuthentication, "passOnNoUser"); err != nil {
+		if name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "passOnNoUser"); err != nil {
 			return Response{}, err
 		} else if name != "" {
-			q.note(name)
-			return Response{Value: true, User: q.u, Detail: map[string]any{"message": fmt.Sprintf("user does not exist, accepted due to '%s'", name)}}, nil
+			q.pol.note(name)
+			return Response{Value: true, User: q.u, Message: fmt.Sprintf("user does not exist, accepted due to '%s'", name)}, nil
 		}
-		if name, err := q.flag(ctx, policy.ScopeAuthentication, "hide_specific_error_message"); err != nil {
+		if name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "hide_specific_error_message"); err != nil {
 			return Response{}, err
 		} else if name != "" {
-			q.note(name)
+			q.pol.note(name)
 			return Response{}, ErrAuthFailed
 		}
 		return Response{}, errUnknownUser(q)
@@ -404,11 +454,11 @@ func (q *req) userCheck(ctx context.Context) (Response, error) {
 	if n, err := q.countIgnoring(ctx, toks, "passonnotoken_ignore_rollout_state"); err != nil {
 		return Response{}, err
 	} else if n == 0 {
-		if name, err := q.flag(ctx, policy.ScopeAuthentication, "passOnNoToken"); err != nil {
+		if name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "passOnNoToken"); err != nil {
 			return Response{}, err
 		} else if name != "" {
-			q.note(name)
-			return Response{Value: true, User: q.u, Detail: map[string]any{"message": fmt.Sprintf("user has no token, accepted due to '%s'", name)}}, nil
+			q.pol.note(name)
+			return Response{Value: true, User: q.u, Message: fmt.Sprintf("user has no token, accepted due to '%s'", name)}, nil
 		}
 	}
 	res, err := q.tokenCheck(ctx, toks)
@@ -429,7 +479,7 @@ func (q *req) tokenCheck(ctx context.Context, toks []*token.Token) (Response, er
 			return res, err
 		}
 	}
-	name, err := q.flag(ctx, policy.ScopeAuthentication, "force_challenge_response")
+	name, err := q.pol.flag(ctx, policy.ScopeAuthentication, "force_challenge_response")
 	if err != nil {
 		return Response{}, err
 	}
@@ -438,7 +488,7 @@ func (q *req) tokenCheck(ctx context.Context, toks []*token.Token) (Response, er
 		return Response{}, err
 	}
 	if len(toks) == 0 {
-		return Response{User: q.u, Detail: map[string]any{"message": MsgNoTokens}}, nil
+		return Response{User: q.u, Message: MsgNoTokens}, nil
 	}
 	return q.decide(ctx, toks)
 }
@@ -450,7 +500,7 @@ func (q *req) countIgnoring(ctx context.Context, toks []*token.Token, action str
 	if len(toks) == 0 {
 		return 0, nil
 	}
-	v, err := q.value(ctx, policy.ScopeAuthentication, action)
+	v, err := q.pol.value(ctx, policy.ScopeAuthentication, action)
 	if err != nil {
 		return 0, err
 	}
@@ -469,7 +519,7 @@ func (q *req) filterType(ctx context.Context, toks []*token.Token) ([]*token.Tok
 	if q.r.Type == "" {
 		return toks, nil
 	}
-	name, err := q.flag(ctx, policy.ScopeAuthorization, "application_tokentype")
+	name, err := q.pol.flag(ctx, policy.ScopeAuthorization, "application_tokentype")
 	if err != nil || name == "" {
 		return toks, err
 	}
@@ -491,8 +541,17 @@ func containsFold(list []string, s string) bool {
 	return false
 }
 
-func detailOne(msg string, t *token.Token) map[string]any {
-	return map[string]any{"message": msg, "serial": t.Serial, "type": t.Type, "otplen": t.OTPLen}
+// setToken sets the message and names the token t (serial, type and OTP
+// length) in the answer.
+func (res *Response) setToken(msg string, t *token.Token) {
+	res.Message, res.Serial, res.Type, res.OTPLen, res.HasOTPLen = msg, t.Serial, t.Type, t.OTPLen, true
+}
+
+// tokenAnswer is an answer with msg that names t.
+func tokenAnswer(u user.User, msg string, t *token.Token) Response {
+	res := Response{User: u}
+	res.setToken(msg, t)
+	return res
 }
 
 func typeOf(toks []*token.Token) string {

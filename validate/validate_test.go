@@ -3,14 +3,17 @@ package validate_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +21,8 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/audit"
+	"github.com/authsrv/authsrv/caller"
 	"github.com/authsrv/authsrv/internal/otp"
 	"github.com/authsrv/authsrv/internal/secret"
 	"github.com/authsrv/authsrv/policy"
@@ -70,6 +75,7 @@ type env struct {
 	st     store.Store
 	sealer *secret.Sealer
 	hasher *secret.Hasher
+	audit  *audit.Log
 }
 
 func newEnv(t *testing.T, set token.Settings) *env {
@@ -117,8 +123,16 @@ func newEnv(t *testing.T, set token.Settings) *env {
 	pol := policy.New(policy.Config{Store: st, Defs: defs, Now: clk.Now, NodeName: "node1", RealmExists: realms.Exists,
 		ResolverExists: func(ctx context.Context, n string) bool { _, ok, err := res.Get(ctx, n); return ok && err == nil }})
 	tokens := token.New(token.Config{Store: st, Sealer: sealer, Hasher: h, Settings: set, Now: clk.Now})
-	v := validate.New(validate.Config{Tokens: tokens, Realms: realms, Policies: pol, Resolvers: res, Now: clk.Now})
-	return &env{v: v, tokens: tokens, realms: realms, pol: pol, clk: clk, st: st, sealer: sealer, hasher: h}
+	_, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	al, err := audit.New(audit.Config{Store: st, Key: key, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := validate.New(validate.Config{Tokens: tokens, Realms: realms, Policies: pol, Resolvers: res, Now: clk.Now, Audit: al, NodeName: "node1"})
+	return &env{v: v, tokens: tokens, realms: realms, pol: pol, clk: clk, st: st, sealer: sealer, hasher: h, audit: al}
 }
 
 // scopedPolicy stores an active policy of any scope.
@@ -237,8 +251,8 @@ func (e *env) setMaxFail(t *testing.T, serial string, n int) {
 // want checks value and detail.message of a decision.
 func want(t *testing.T, res validate.Response, value bool, message string) {
 	t.Helper()
-	if res.Value != value || res.Detail["message"] != message {
-		t.Fatalf("got value %v message %q (detail %v), want %v %q", res.Value, res.Detail["message"], res.Detail, value, message)
+	if res.Value != value || res.Message != message {
+		t.Fatalf("got value %v message %q (detail %+v), want %v %q", res.Value, res.Message, res, value, message)
 	}
 }
 
@@ -290,8 +304,8 @@ func TestUserAndSerialPath(t *testing.T) {
 
 	res := e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin" + rfcHOTP[0]})
 	want(t, res, true, "matching 1 tokens")
-	if res.Detail["serial"] != "H1" || res.Detail["type"] != "hotp" || res.Detail["otplen"] != 6 {
-		t.Errorf("detail %v", res.Detail)
+	if res.Serial != "H1" || res.Type != "hotp" || res.OTPLen != 6 {
+		t.Errorf("detail %v", res)
 	}
 	if res.User.Login != "alice" || res.User.Realm != "realm1" || res.User.Resolver != "pw1" || res.User.UID == "" {
 		t.Errorf("user %+v", res.User)
@@ -353,8 +367,8 @@ func TestRealmSplitAndDefault(t *testing.T) {
 			}
 			res := e.check(t, r)
 			want(t, res, true, "matching 1 tokens")
-			if res.Detail["serial"] != tc.serial || res.User.Resolver != tc.resolver {
-				t.Errorf("serial %v resolver %q, want %s %s", res.Detail["serial"], res.User.Resolver, tc.serial, tc.resolver)
+			if res.Serial != tc.serial || res.User.Resolver != tc.resolver {
+				t.Errorf("serial %v resolver %q, want %s %s", res.Serial, res.User.Resolver, tc.serial, tc.resolver)
 			}
 		})
 	}
@@ -364,8 +378,8 @@ func TestRealmSplitAndDefault(t *testing.T) {
 		r := validate.Request{User: "alice@realm1", Realm: "realm2", Pass: "two" + rfcHOTP[9]}
 		res := e.check(t, r)
 		want(t, res, true, "matching 1 tokens")
-		if res.Detail["serial"] != "R2" {
-			t.Errorf("serial %v", res.Detail["serial"])
+		if res.Serial != "R2" {
+			t.Errorf("serial %v", res.Serial)
 		}
 	})
 }
@@ -389,8 +403,8 @@ func TestPINOTPSplit(t *testing.T) {
 	// A 6-digit OTP with PIN and a wrong OTP: wrong otp value.
 	res := e.check(t, validate.Request{User: "alice", Pass: "pä 1" + "00000000"})
 	want(t, res, false, "wrong otp value")
-	if res.Detail["serial"] != "S8" || res.Detail["otplen"] != 8 {
-		t.Errorf("wrong-otp detail %v", res.Detail)
+	if res.Serial != "S8" || res.OTPLen != 8 {
+		t.Errorf("wrong-otp detail %v", res)
 	}
 }
 
@@ -448,7 +462,7 @@ var txidRe = regexp.MustCompile(`^[0-9]{20}$`)
 func trigger(t *testing.T, e *env, r validate.Request) (string, validate.Response) {
 	t.Helper()
 	res := e.check(t, r)
-	txid, _ := res.Detail["transaction_id"].(string)
+	txid := res.TransactionID
 	if res.Value || !res.Challenge || !txidRe.MatchString(txid) {
 		t.Fatalf("no challenge: %+v", res)
 	}
@@ -468,9 +482,9 @@ func TestChallengeResponse(t *testing.T) {
 	t.Run("trigger and answer once", func(t *testing.T) {
 		txid, res := trigger(t, e, validate.Request{User: "alice", Pass: "pin"})
 		want(t, res, false, "please enter otp: ")
-		multi, _ := res.Detail["multi_challenge"].([]map[string]any)
-		if len(multi) != 1 || multi[0]["serial"] != "C1" || multi[0]["client_mode"] != "interactive" || multi[0]["transaction_id"] != txid {
-			t.Fatalf("multi_challenge %v", res.Detail["multi_challenge"])
+		multi := res.Challenges
+		if len(multi) != 1 || multi[0].Serial != "C1" || multi[0].ClientMode != "interactive" || multi[0].TransactionID != txid {
+			t.Fatalf("multi_challenge %v", res.Challenges)
 		}
 		chs, err := e.tokens.Challenges(t.Context(), token.ChallengeFilter{TransactionID: txid})
 		if err != nil || len(chs) != 1 {
@@ -479,8 +493,8 @@ func TestChallengeResponse(t *testing.T) {
 		// The answer is the OTP alone.
 		res = e.check(t, validate.Request{User: "alice", TransactionID: txid, Pass: rfcHOTP[0]})
 		want(t, res, true, "Found matching challenge")
-		if res.Detail["serial"] != "C1" {
-			t.Errorf("answer detail %v", res.Detail)
+		if res.Serial != "C1" {
+			t.Errorf("answer detail %v", res)
 		}
 		wantFail(t, e, "C1", 0)
 		if chs, _ := e.tokens.Challenges(t.Context(), token.ChallengeFilter{TransactionID: txid}); len(chs) != 0 {
@@ -495,8 +509,8 @@ func TestChallengeResponse(t *testing.T) {
 		before := e.get(t, "C1").FailCount
 		res := e.check(t, validate.Request{User: "alice", TransactionID: txid, Pass: "000000"})
 		want(t, res, false, "Response did not match the challenge.")
-		if res.Detail["serial"] != "C1" || res.Detail["type"] != "hotp" {
-			t.Errorf("detail %v", res.Detail)
+		if res.Serial != "C1" || res.Type != "hotp" {
+			t.Errorf("detail %v", res)
 		}
 		wantFail(t, e, "C1", before+1)
 		// PIN+OTP is not the answer to a challenge either.
@@ -550,7 +564,7 @@ func TestChallengeResponse(t *testing.T) {
 		defer func() { _, _ = e.tokens.SetActive(context.Background(), "C1", true) }()
 		res := e.check(t, validate.Request{User: "alice", TransactionID: txid, Pass: rfcHOTP[4]})
 		if res.Value {
-			t.Fatalf("a disabled token answered its challenge: %v", res.Detail)
+			t.Fatalf("a disabled token answered its challenge: %v", res)
 		}
 		if c := e.get(t, "C1").Count; c > 4 {
 			t.Errorf("disabled token's counter moved to %d", c)
@@ -566,14 +580,14 @@ func TestTriggerChallenge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	multi, _ := res.Detail["multi_challenge"].([]map[string]any)
-	txid, _ := res.Detail["transaction_id"].(string)
-	if !res.Challenge || len(multi) != 1 || multi[0]["serial"] != "T1" || !txidRe.MatchString(txid) {
+	multi := res.Challenges
+	txid := res.TransactionID
+	if !res.Challenge || len(multi) != 1 || multi[0].Serial != "T1" || !txidRe.MatchString(txid) {
 		t.Fatalf("trigger %+v", res)
 	}
 	want(t, e.check(t, validate.Request{User: "alice", TransactionID: txid, Pass: rfcHOTP[0]}), true, "Found matching challenge")
 	_, err = e.v.Trigger(t.Context(), validate.Request{User: "eve"})
-	wantErr(t, err, 904, "User <eve@realm1> does not exist.")
+	wantErr(t, err, 905, "The user can not be found in any resolver in this realm!")
 	_, err = e.v.Trigger(t.Context(), validate.Request{})
 	wantErr(t, err, 905, "You need to specify a serial, user or credential_id.")
 }
@@ -605,8 +619,8 @@ func TestSeveralTokens(t *testing.T) {
 			t.Fatalf("the PIN of a token whose OTP did not match was checked: %v", err)
 		}
 		want(t, res, true, "matching 1 tokens")
-		if res.Detail["serial"] != "K3" {
-			t.Errorf("serial %v", res.Detail["serial"])
+		if res.Serial != "K3" {
+			t.Errorf("serial %v", res.Serial)
 		}
 	})
 	t.Run("fail counters", func(t *testing.T) {
@@ -617,8 +631,8 @@ func TestSeveralTokens(t *testing.T) {
 		// The right PIN of one token, a wrong OTP: only that token counts.
 		res := e.check(t, validate.Request{User: "alice", Pass: "pin2" + "000000"})
 		want(t, res, false, "wrong otp value")
-		if res.Detail["serial"] != "K2" {
-			t.Errorf("detail %v", res.Detail)
+		if res.Serial != "K2" {
+			t.Errorf("detail %v", res)
 		}
 		wantFail(t, e, "K1", 0)
 		wantFail(t, e, "K2", 1)
@@ -640,8 +654,8 @@ func TestSeveralTokens(t *testing.T) {
 		e.enroll(t, "hotp", "K2", "alice", "realm1", keyC, "pin")
 		res := e.check(t, validate.Request{User: "alice", Pass: "pin" + "000000"})
 		want(t, res, false, "wrong otp value")
-		if _, ok := res.Detail["serial"]; ok {
-			t.Errorf("serial in a two-token detail %v", res.Detail)
+		if res.Serial != "" {
+			t.Errorf("serial in a two-token detail %v", res)
 		}
 		wantFail(t, e, "K1", 1)
 		wantFail(t, e, "K2", 1)
@@ -804,93 +818,172 @@ func hotpAt(t *testing.T, hexKey string, counter uint64) string {
 	return otp.HOTP(key, counter, 6, otp.SHA1)
 }
 
-// TestRecordInCommit: the record of a success or a rejection (the
-// server's audit entry) is written in the transaction that commits the
-// counter or the fail counters; when that write fails nothing is
-// committed, and when a policy could still change the response after the
-// commit the record is left to the caller.
-func TestRecordInCommit(t *testing.T) {
+// auditRows returns the audit rows, oldest first.
+func (e *env) auditRows(t *testing.T) []audit.Row {
+	t.Helper()
+	var rows []audit.Row
+	if err := e.audit.Each(t.Context(), audit.Query{Ascending: true}, func(r audit.Row) error {
+		rows = append(rows, r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// commitCounter counts the store's write transactions.
+type commitCounter struct {
+	store.Store
+	n atomic.Int64
+}
+
+func (c *commitCounter) Update(ctx context.Context, fn func(store.Tx) error) error {
+	c.n.Add(1)
+	return c.Store.Update(ctx, fn)
+}
+
+// TestAuditInCommit: the validator writes one audit entry per request,
+// whatever the outcome, with the caller's columns; a success or a
+// rejection without authorization policies costs one write transaction
+// (the entry commits with the counter or the fail counters), and the
+// others are written after the decision.
+func TestAuditInCommit(t *testing.T) {
 	e := newEnv(t, token.Settings{})
 	e.enroll(t, "hotp", "RC1", "alice", "realm1", rfcKey, "pin")
-	var seen []validate.Response
-	var fail error
-	record := func(res validate.Response) func(store.Tx) error {
-		seen = append(seen, res)
-		return func(tx store.Tx) error {
-			if fail != nil {
-				return fail
+	cc := &commitCounter{Store: e.st}
+	tokens := token.New(token.Config{Store: cc, Sealer: e.sealer, Hasher: e.hasher, Now: e.clk.Now})
+	al, err := audit.New(audit.Config{Store: cc, Key: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32)), Now: e.clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.audit = al
+	e.v = validate.New(validate.Config{Tokens: tokens, Realms: e.realms, Policies: e.pol, Now: e.clk.Now, Audit: al, Store: cc, NodeName: "n1"})
+	who := caller.Caller{Client: netip.MustParseAddr("127.0.0.1"), UserAgent: "PAM/1.2 x", Action: "GET /validate/check"}
+	type step struct {
+		pass    string
+		value   bool
+		msg     string
+		commits int64
+		auth    string
+	}
+	for i, st := range []step{
+		{"pin" + rfcHOTP[0], true, "matching 1 tokens", 1, "ACCEPT"},
+		{"pin000000", false, "wrong otp value", 1, "REJECT"},
+		{"nope000000", false, "wrong otp pin", 1, "REJECT"},
+	} {
+		before := cc.n.Load()
+		res := e.check(t, validate.Request{Caller: who, User: "alice", Realm: "realm1", Pass: st.pass})
+		want(t, res, st.value, st.msg)
+		if n := cc.n.Load() - before; n != st.commits {
+			t.Errorf("step %d: %d write transactions, want %d", i, n, st.commits)
+		}
+		rows := e.auditRows(t)
+		if len(rows) != i+1 {
+			t.Fatalf("step %d: %d audit rows", i, len(rows))
+		}
+		r := rows[i]
+		for col, want := range map[string]any{"action": "GET /validate/check", "user": "alice", "realm": "realm1", "resolver": "pw1",
+			"serial": "RC1", "token_type": "hotp", "info": st.msg, "client": "127.0.0.1", "user_agent": "PAM",
+			"user_agent_version": "1.2", "privacyidea_server": "n1", "authentication": st.auth} {
+			if col == "serial" && st.msg == "wrong otp pin" {
+				want = ""
 			}
-			serial, _ := res.Detail["serial"].(string)
-			return tx.Bucket("recordtest").Put([]byte("rec"+serial), []byte(res.Detail["message"].(string)))
+			if col == "token_type" && st.msg == "wrong otp pin" {
+				want = ""
+			}
+			if got := r[col]; got != want && !(want == "" && got == nil) {
+				t.Errorf("step %d: %s = %v, want %v", i, col, got, want)
+			}
 		}
 	}
-	res := e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin" + rfcHOTP[0], Record: record})
+	// An authorization policy may still turn the answer around: the entry
+	// is written after the decision, still exactly once.
+	e.scopedPolicy(t, "types", policy.ScopeAuthorization, "tokentype=hotp")
+	res := e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin" + rfcHOTP[1]})
 	want(t, res, true, "matching 1 tokens")
-	if !res.Recorded || len(seen) != 1 || !seen[0].Value || seen[0].User.Login != "alice" {
-		t.Fatalf("recorded %v, record asked with %+v", res.Recorded, seen)
+	rows := e.auditRows(t)
+	if len(rows) != 4 || rows[3]["action"] != validate.ActionCheck || rows[3]["success"] != 1 {
+		t.Fatalf("rows %d, last %v", len(rows), rows[len(rows)-1])
 	}
-	var stored string
-	if err := e.st.View(t.Context(), func(tx store.Tx) error {
-		stored = string(tx.Bucket("recordtest").Get([]byte("recRC1")))
-		return nil
-	}); err != nil || stored != "matching 1 tokens" {
-		t.Fatalf("record in the store: %q, %v", stored, err)
+	// An error is audited too.
+	if _, err := e.v.Check(t.Context(), validate.Request{User: "nobody", Realm: "realm1", Pass: "x"}); err == nil {
+		t.Fatal("unknown user accepted")
 	}
-	// A failed record write fails the request and keeps the OTP unused.
-	fail = errors.New("disk full")
-	if _, err := e.v.Check(t.Context(), validate.Request{User: "alice", Realm: "realm1", Pass: "pin" + rfcHOTP[1], Record: record}); !errors.Is(err, fail) {
-		t.Fatalf("Check with a failing record: %v", err)
+	rows = e.auditRows(t)
+	if len(rows) != 5 || rows[4]["success"] != 0 || rows[4]["user"] != "nobody" || rows[4]["info"] != "ERR904: User <nobody@realm1> does not exist." {
+		t.Fatalf("error row %v", rows[len(rows)-1])
 	}
-	if c := e.get(t, "RC1").Count; c != 1 {
-		t.Fatalf("count %d after a failed record, want 1", c)
+}
+
+// TestAuthRecordsCountAndPrune: auth_max_fail counts the typed
+// authentication records of checks and of user logins (RecordLogin), a
+// triggered challenge is no failure, and Prune removes records older than
+// every window (at least a day).
+func TestAuthRecordsCountAndPrune(t *testing.T) {
+	e := newEnv(t, token.Settings{})
+	e.v = validate.New(validate.Config{Tokens: e.tokens, Realms: e.realms, Policies: e.pol, Now: e.clk.Now, Audit: e.audit, Store: e.st})
+	e.enroll(t, "hotp", "AR1", "alice", "realm1", rfcKey, "pin")
+	e.scopedPolicy(t, "maxfail", policy.ScopeAuthorization, "auth_max_fail=2/10m")
+	e.scopedPolicy(t, "cr", policy.ScopeAuthentication, "challenge_response=hotp")
+	records := func() int {
+		n := 0
+		if err := e.st.View(t.Context(), func(tx store.Tx) error {
+			return tx.Bucket("authlog").ForEach(nil, func(_, _ []byte) error { n++; return nil })
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
 	}
-	// A rejection is recorded with its fail counter: a failing record
-	// write fails the request and leaves the fail counter as it was.
-	seen = nil
-	if _, err := e.v.Check(t.Context(), validate.Request{User: "alice", Realm: "realm1", Pass: "pin000000", Record: record}); !errors.Is(err, fail) {
-		t.Fatalf("Check of a wrong OTP with a failing record: %v", err)
+	for range 3 {
+		if res := e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin"}); !res.Challenge {
+			t.Fatalf("want a challenge, got %+v", res)
+		}
 	}
-	if fc := e.get(t, "RC1").FailCount; fc != 0 {
-		t.Fatalf("failcount %d after a failed record, want 0", fc)
-	}
-	fail = nil
-	seen = nil
-	res = e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin000000", Record: record})
-	want(t, res, false, "wrong otp value")
-	if !res.Recorded || len(seen) != 1 || seen[0].Value || seen[0].Detail["message"] != "wrong otp value" {
-		t.Fatalf("rejection recorded %v, record asked with %+v", res.Recorded, seen)
-	}
-	if fc := e.get(t, "RC1").FailCount; fc != 1 {
-		t.Fatalf("failcount %d after a recorded rejection, want 1", fc)
-	}
-	// A wrong PIN raises every candidate's counter and is recorded too.
-	seen = nil
-	res = e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "nope000000", Record: record})
-	want(t, res, false, "wrong otp pin")
-	if !res.Recorded || len(seen) != 1 || e.get(t, "RC1").FailCount != 2 {
-		t.Fatalf("wrong PIN: recorded %v, asked %d times, failcount %d", res.Recorded, len(seen), e.get(t, "RC1").FailCount)
-	}
-	// hide_specific_error_message replaces a rejection's detail after the
-	// commit: the caller records it.
-	if _, err := e.pol.Set(t.Context(), policy.Policy{Name: "hide", Scope: policy.ScopeAuthentication, Action: "hide_specific_error_message", Active: true, Priority: 1}); err != nil {
+	want(t, e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin000000"}), false, "wrong otp value")
+	// One failed user login and one failed check make two failures.
+	u, _, err := e.realms.Resolve(t.Context(), "alice", "realm1")
+	if err != nil {
 		t.Fatal(err)
 	}
-	seen = nil
-	res = e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin000000", Record: record})
-	if res.Recorded || len(seen) != 0 {
-		t.Fatalf("a rejection was recorded under hide_specific_error_message: %v %v", res.Recorded, seen)
-	}
-	if _, err := e.pol.Delete(t.Context(), "hide"); err != nil {
+	if err := e.v.RecordLogin(t.Context(), u, false); err != nil {
 		t.Fatal(err)
 	}
-	// An authorization policy may still turn the success around: the
-	// caller records it.
-	if _, err := e.pol.Set(t.Context(), policy.Policy{Name: "types", Scope: policy.ScopeAuthorization, Action: "tokentype=hotp", Active: true, Priority: 1}); err != nil {
-		t.Fatal(err)
+	want(t, e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin" + rfcHOTP[0]}), false, "Only 2 failed authentications per 0:10:00 allowed.")
+	// Another user is not counted.
+	e.enroll(t, "hotp", "AR2", "bob", "realm1", rfcKey, "pin")
+	want(t, e.check(t, validate.Request{User: "bob", Realm: "realm1", Pass: "pin" + rfcHOTP[0]}), true, "matching 1 tokens")
+	if n := records(); n != 7 {
+		t.Fatalf("%d records, want 7", n)
 	}
-	res = e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin" + rfcHOTP[1], Record: record})
-	want(t, res, true, "matching 1 tokens")
-	if res.Recorded || len(seen) != 0 {
-		t.Fatalf("recorded %v with an authorization policy active", res.Recorded)
+	e.clk.Add(11 * time.Minute)
+	want(t, e.check(t, validate.Request{User: "alice", Realm: "realm1", Pass: "pin" + rfcHOTP[1]}), true, "matching 1 tokens")
+	if n, err := e.v.Prune(t.Context()); err != nil || n != 0 {
+		t.Fatalf("prune within a day: %d, %v", n, err)
+	}
+	e.clk.Add(25 * time.Hour)
+	e.scopedPolicy(t, "maxfail", policy.ScopeAuthorization, "auth_max_fail=2/2d")
+	if n, err := e.v.Prune(t.Context()); err != nil || n != 0 {
+		t.Fatalf("prune within a 2d window: %d, %v", n, err)
+	}
+	e.clk.Add(24 * time.Hour)
+	if n, err := e.v.Prune(t.Context()); err != nil || n != 8 {
+		t.Fatalf("prune after the window: %d, %v", n, err)
+	}
+	if n := records(); n != 0 {
+		t.Fatalf("%d records left", n)
+	}
+}
+
+// TestAuditWithoutClient: a client that left before the decision was
+// written does not stop its audit entry.
+func TestAuditWithoutClient(t *testing.T) {
+	e := newEnv(t, token.Settings{})
+	e.enroll(t, "hotp", "GC1", "alice", "realm1", rfcKey, "pin")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, _ = e.v.Check(ctx, validate.Request{User: "alice", Realm: "realm1", Pass: "pin" + rfcHOTP[0]})
+	rows := e.auditRows(t)
+	if len(rows) != 1 || rows[0]["user"] != "alice" || rows[0]["action"] != validate.ActionCheck {
+		t.Fatalf("rows %v", rows)
 	}
 }
