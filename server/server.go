@@ -200,8 +200,9 @@ type call struct {
 	entry audit.Entry
 	// policies are the names of the policies that decided.
 	policies []string
-	// recorded is set when the audit entry was written in the
-	// transaction of the change (a /validate success).
+	// recorded is set when a library operation (authsrv.Ops, the
+	// validator) wrote the request's audit entry itself; the wrapper then
+	// writes none.
 	recorded bool
 	// snap is the request's policy snapshot once taken (policySnapshot):
 	// the API key check, the validator and the envelope's hardening
