@@ -753,3 +753,49 @@ func RollForward(ctx context.Context, st store.Store, now time.Time, set Setting
 	})
 	return n, err
 }
+
+// CancelChallenges deletes the challenges of a transaction, with also in
+// the same transaction; it returns how many it deleted.
+func (s *Service) CancelChallenges(ctx context.Context, txid string, also ...func(store.Tx) error) (int, error) {
+	n := 0
+	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		var err error
+		if n, err = deleteChallengesTx(tx, []byte(txid+"\x00"), func(_, _ []byte) bool { return true }); err != nil {
+			return err
+		}
+		return runHooks(tx, also)
+	})
+	return n, err
+}
+
+// NewSerial generates a free serial for a token of type typ, so that an
+// operation can name the token in its audit entry before enrolling it.
+func (s *Service) NewSerial(ctx context.Context, typ string) (string, error) {
+	t, ok := s.cfg.Types.Get(strings.ToLower(strings.TrimSpace(typ)))
+	if !ok {
+		return "", errUnknownType(typ)
+	}
+	return s.newSerial(ctx, t)
+}
+
+// ApplyOne makes ch on one token in one transaction with also; a refusal
+// fails the transaction. It reports whether the token changed.
+func (s *Service) ApplyOne(ctx context.Context, serial string, ch Change, also ...func(store.Tx) error) (bool, error) {
+	return s.apply1(ctx, serial, ch, also)
+}
+
+// Len is the number of fields f sets.
+func (f Fields) Len() int {
+	n := 0
+	for _, set := range []bool{f.Description != nil, f.CountWindow != nil, f.SyncWindow != nil, f.HashLib != nil,
+		f.MaxFail != nil, f.CountAuthMax != nil, f.CountAuthSuccessMax != nil, f.ValidityStart != nil, f.ValidityEnd != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// Refused is a change that every token refuses with err (a value found
+// invalid before any token was read).
+func Refused(err error) Change { return Change{err: err} }
