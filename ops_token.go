@@ -280,6 +280,7 @@ func (o *Ops) eachToken(ctx context.Context, who caller.Caller, op tokenOp, sel 
 		target = sel.Owner
 	}
 	err := o.run(ctx, who, opSpec{event: op.event, action: "POST /token/" + op.path, target: target}, func(ctx context.Context, r *opRun) error {
+		r.Entry.Serial = audit.Text(strings.Join(sel.Serials, ","), 256)
 		if op.adminOnly && !who.IsAdmin() {
 			return errAdminOnly
 		}
@@ -292,6 +293,7 @@ func (o *Ops) eachToken(ctx context.Context, who caller.Caller, op tokenOp, sel 
 		if err != nil {
 			return err
 		}
+		noteTokens(r, toks)
 		res.List = multi
 		var allowed []*token.Token
 		for _, t := range toks {
@@ -308,7 +310,6 @@ func (o *Ops) eachToken(ctx context.Context, who caller.Caller, op tokenOp, sel 
 			}
 			allowed = append(allowed, t)
 		}
-		noteTokens(r, toks)
 		for i, t := range allowed {
 			var hooks []func(store.Tx) error
 			if i == len(allowed)-1 {
@@ -355,6 +356,7 @@ func (o *Ops) changeTokens(ctx context.Context, who caller.Caller, op tokenOp, s
 		target = sel.Owner
 	}
 	err := o.run(ctx, who, opSpec{event: op.event, action: "POST /token/" + op.path, target: target}, func(ctx context.Context, r *opRun) error {
+		r.Entry.Serial = audit.Text(strings.Join(sel.Serials, ","), 256)
 		if op.adminOnly && !who.IsAdmin() {
 			return errAdminOnly
 		}
@@ -367,6 +369,7 @@ func (o *Ops) changeTokens(ctx context.Context, who caller.Caller, op tokenOp, s
 		if err != nil {
 			return err
 		}
+		noteTokens(r, toks)
 		res.List = multi
 		var serials []string
 		for _, t := range toks {
@@ -383,7 +386,6 @@ func (o *Ops) changeTokens(ctx context.Context, who caller.Caller, op tokenOp, s
 			}
 			serials = append(serials, t.Serial)
 		}
-		noteTokens(r, toks)
 		if !multi {
 			if len(serials) == 0 {
 				return nil
