@@ -147,8 +147,8 @@ func at(v any, path string) any {
 
 // nullsByDesign are the paths where privacyIDEA sends null and no client
 // of spec/real-clients.md reads the key with a typed getter (the paging
-// keys of lists).
-var nullsByDesign = map[string]bool{"$.result.value.prev": true, "$.result.value.next": true}
+// keys of lists, the serial of /token/getserial without a match).
+var nullsByDesign = map[string]bool{"$.result.value.prev": true, "$.result.value.next": true, "$.result.value.serial": true}
 
 // noNulls fails on any JSON null in the body (the PAM client aborts on one)
 // but those privacyIDEA sends by design.

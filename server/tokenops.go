@@ -308,7 +308,12 @@ func getTokenSerial(c *call) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	return answer{value: map[string]any{"serial": serial, "count": n}}, nil
+	// No match: privacyIDEA's serial is null.
+	var found any
+	if serial != "" {
+		found = serial
+	}
+	return answer{value: map[string]any{"serial": found, "count": n}}, nil
 }
 
 // postTokenInfo is POST /token/info/{serial}/{key} (admin).
