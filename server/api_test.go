@@ -145,12 +145,20 @@ func at(v any, path string) any {
 	return v
 }
 
-// noNulls fails on any JSON null in the body (the PAM client aborts on one).
+// nullsByDesign are the paths where privacyIDEA sends null and no client
+// of spec/real-clients.md reads the key with a typed getter (the paging
+// keys of lists, the serial of /token/getserial without a match).
+var nullsByDesign = map[string]bool{"$.result.value.prev": true, "$.result.value.next": true, "$.result.value.serial": true}
+
+// noNulls fails on any JSON null in the body (the PAM client aborts on one)
+// but those privacyIDEA sends by design.
 func noNulls(t *testing.T, v any, path string) {
 	t.Helper()
 	switch x := v.(type) {
 	case nil:
-		t.Errorf("JSON null at %s", path)
+		if !nullsByDesign[path] {
+			t.Errorf("JSON null at %s", path)
+		}
 	case map[string]any:
 		for k, c := range x {
 			noNulls(t, c, path+"."+k)
@@ -516,7 +524,7 @@ func TestRoutesBuildAndAnswer(t *testing.T) {
 				t.Errorf("%s %s is public but not listed as public by design", r.Method, r.Path)
 			}
 		case "admin":
-			if r.Action == "" && !adminByRole[r.Method+" "+r.Path] {
+			if _, inner := innerChecks[r.Method+" "+r.Path]; r.Action == "" && !adminByRole[r.Method+" "+r.Path] && !inner {
 				t.Errorf("%s %s is admin-only without an action for the rights check", r.Method, r.Path)
 			}
 		}

@@ -106,18 +106,19 @@ func (a *api) routes() {
 	a.handle(http.MethodDelete, "/token/", endpoint{access: anyRole, fn: deleteToken})
 	a.handleExact(http.MethodDelete, "/token/:serial", endpoint{access: anyRole, fn: deleteTokenRoute})
 	a.handle(http.MethodDelete, "/token/:serial/*rest", endpoint{access: anyRole, fn: deleteTokenRoute})
-	a.handle(http.MethodPost, "/token/set", endpoint{access: adminRole, action: "set", fn: postTokenSet})
-	a.handle(http.MethodPost, "/token/set/:serial", endpoint{access: adminRole, action: "set", fn: postTokenSet})
-	a.handle(http.MethodPost, "/token/realm/:serial", endpoint{access: adminRole, action: "tokenrealms", fn: postTokenRealm})
+	a.handle(http.MethodPost, "/token/set", endpoint{access: adminRole, fn: postTokenSet})
+	a.handle(http.MethodPost, "/token/set/:serial", endpoint{access: adminRole, fn: postTokenSet})
+	a.handle(http.MethodPost, "/token/realm/:serial", endpoint{access: adminRole, fn: postTokenRealm})
 	a.handle(http.MethodGet, "/token/getserial/:otp", endpoint{access: adminRole, action: "getserial", fn: getTokenSerial})
-	a.handle(http.MethodPost, "/token/info/:serial/:key", endpoint{access: adminRole, action: "settokeninfo", fn: postTokenInfo})
+	a.handle(http.MethodPost, "/token/info/:serial/:key", endpoint{access: adminRole, fn: postTokenInfo})
 	a.handle(http.MethodGet, "/token/challenges/", endpoint{access: adminRole, action: "getchallenges", fn: getTokenChallenges})
 	a.handle(http.MethodGet, "/token/challenges/:serial", endpoint{access: adminRole, action: "getchallenges", fn: getTokenChallenges})
-	a.handle(http.MethodPost, "/token/copypin", endpoint{access: adminRole, action: "copytokenpin", fn: postTokenCopyPIN})
-	a.handle(http.MethodPost, "/token/copyuser", endpoint{access: adminRole, action: "copytokenuser", fn: postTokenCopyUser})
-	a.handle(http.MethodPost, "/token/load/:filename", endpoint{access: adminRole, action: "importtokens", fn: postTokenLoad})
+	a.handle(http.MethodPost, "/token/copypin", endpoint{access: adminRole, fn: postTokenCopyPIN})
+	a.handle(http.MethodPost, "/token/copyuser", endpoint{access: adminRole, fn: postTokenCopyUser})
+	a.handle(http.MethodPost, "/token/load/:filename", endpoint{access: adminRole, fn: postTokenLoad})
 	a.innerActions = append(a.innerActions, "tokenlist", "enrollpin", "assign", "unassign", "enable", "disable", "delete",
-		"reset", "resync", "setpin", "setrandompin", "setdescription", "revoke", "losttoken", "cancelchallenge")
+		"reset", "resync", "setpin", "setrandompin", "setdescription", "revoke", "losttoken", "cancelchallenge",
+		"set", "tokenrealms", "settokeninfo", "copytokenpin", "copytokenuser", "importtokens")
 	for _, t := range a.s.Tokens().Types().Names() {
 		a.innerActions = append(a.innerActions, "enroll"+strings.ToUpper(t))
 	}

@@ -1,20 +1,9 @@
 package server
 
 import (
-	"bytes"
-	"encoding/hex"
-	"errors"
-	"strconv"
-	"strings"
-
+	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
-	"github.com/authsrv/authsrv/audit"
-	"github.com/authsrv/authsrv/internal/tokenfile"
 )
-
-// importLimits bound token import files (the request body limit applies
-// first).
-var importLimits = tokenfile.Limits{MaxBytes: 4 << 20, MaxRecords: 50000}
 
 // postTokenLoad is POST /token/load/{filename} (admin): the form file
 // "file" in the format "type" (oathcsv, yubikeycsv, pskc; pskc with "psk"
@@ -37,46 +26,24 @@ func postTokenLoad(c *call) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	for _, r := range realms {
-		if !c.isRealm(r) {
-			return answer{}, apierr.New(apierr.Parameter, "The realm "+r+" does not exist.")
-		}
-	}
-	var recs []tokenfile.Record
-	var fails []tokenfile.Failure
-	switch strings.ToLower(typ) {
-	case "oathcsv":
-		recs, fails, err = tokenfile.ParseOATHCSV(bytes.NewReader(data), importLimits)
-	case "yubikeycsv":
-		recs, fails, err = tokenfile.ParseYubikeyCSV(bytes.NewReader(data), importLimits)
-	case "pskc":
-		var opt tokenfile.PSKCOptions
-		if psk, _ := c.p.str("psk"); psk != "" {
-			if opt.PresharedKey, err = hex.DecodeString(strings.TrimSpace(psk)); err != nil {
-				return answer{}, apierr.New(apierr.Parameter, "The preshared key (psk) must be hex.")
-			}
-		}
-		opt.Password, _ = c.p.str("password")
-		opt.ValidateMAC, _ = c.p.str("pskcValidateMAC")
-		recs, fails, err = tokenfile.ParsePSKC(bytes.NewReader(data), opt, importLimits)
-	default:
-		return answer{}, apierr.New(apierr.TokenImport, "Unknown file type: "+typ+" (known: oathcsv, yubikeycsv, pskc)")
-	}
-	switch {
-	case errors.Is(err, tokenfile.ErrTooLarge), errors.Is(err, tokenfile.ErrMalformed):
-		return answer{}, apierr.New(apierr.TokenImport, err.Error())
-	case err != nil:
+	req := authsrv.TokenImport{Format: typ, File: data, Realms: realms}
+	req.Name, _ = c.p.str("filename")
+	req.PSK, _ = c.p.str("psk")
+	req.Password, _ = c.p.str("password")
+	req.ValidateMAC, _ = c.p.str("pskcValidateMAC")
+	res, err := c.a.s.Ops().ImportTokens(c.ctx, c.caller(), req)
+	c.ran()
+	if err != nil {
 		return answer{}, err
 	}
-	n, failed := c.a.s.Tokens().Import(c.ctx, recs, realms)
 	notImported := []map[string]any{}
-	for _, f := range fails {
-		notImported = append(notImported, map[string]any{"serial": f.Serial, "line": f.Line, "reason": f.Reason})
+	for _, f := range res.NotImported {
+		m := map[string]any{"serial": f.Serial, "reason": f.Reason}
+		if f.Line > 0 {
+			m["line"] = f.Line
+		}
+		notImported = append(notImported, m)
 	}
-	for _, f := range failed {
-		notImported = append(notImported, map[string]any{"serial": f.Serial, "reason": f.Reason})
-	}
-	c.entry.Info = audit.Text("imported "+strconv.Itoa(n)+" tokens", 256)
-	return answer{value: map[string]any{"n_imported": n, "n_not_imported": len(notImported)},
+	return answer{value: map[string]any{"n_imported": res.Imported, "n_not_imported": len(notImported)},
 		detail: map[string]any{"not_imported": notImported}}, nil
 }

@@ -1,17 +1,17 @@
 package server
 
 import (
+	"context"
 	"encoding/csv"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
-	"github.com/authsrv/authsrv/policy"
+	"github.com/authsrv/authsrv/caller"
 	"github.com/authsrv/authsrv/token"
-	"github.com/authsrv/authsrv/user"
 )
 
 func tokenCSV(c *call, toks []*token.Token, hidden []string) answer {
@@ -38,339 +38,92 @@ func csvSafe(s string) string {
 	return s
 }
 
-// enrollDefaults injects policy defaults into the init parameters and
-// returns the enrollment-scope options.
-type enrollOpts struct {
-	verify, encryptPIN bool
+// userTarget is the "user", "realm" and "resolver" parameters as the
+// target user of a token operation.
+func (c *call) userTarget() authsrv.Target {
+	str := func(key string) string { v, _ := c.p.str(key); return v }
+	return authsrv.Target{User: str("user"), Realm: str("realm"), Resolver: str("resolver")}
 }
 
-func (c *call) enrollDefaults(typ string, p token.Params, owner *user.User, realm *string) (enrollOpts, error) {
-	var o enrollOpts
-	scope := c.callerScope()
-	inject := func(param, action string, scopes ...string) error {
-		if _, ok := p.Get(param); ok {
-			return nil
-		}
-		for _, sc := range scopes {
-			v, err := c.policyString(sc, action, owner, realm)
-			if err != nil {
-				return err
-			}
-			if v != "" {
-				p[param] = v
-				return nil
-			}
-		}
-		return nil
-	}
-	for _, d := range [][2]string{
-		{"hashlib", typ + "_hashlib"}, {"otplen", typ + "_otplen"}, {"timeStep", typ + "_timestep"},
-	} {
-		if err := inject(d[0], d[1], scope, policy.ScopeEnrollment); err != nil {
-			return o, err
-		}
-	}
-	for _, d := range [][2]string{
-		{"tokenlabel", "tokenlabel"}, {"tokenissuer", "tokenissuer"}, {"appimageurl", "appimageurl"},
-		{"papertoken_count", "papertoken_count"}, {"tantoken_count", "tantoken_count"},
-		{"registration.length", "registration.length"}, {"registration.contents", "registration.contents"},
-		{"pw.length", "pw.length"}, {"pw.contents", "pw.contents"},
-	} {
-		if err := inject(d[0], d[1], policy.ScopeEnrollment); err != nil {
-			return o, err
-		}
-	}
-	force, err := c.policyFlag(policy.ScopeEnrollment, typ+"_force_server_generate", owner)
-	if err != nil {
-		return o, err
-	}
-	if force {
-		delete(p, "otpkey")
-		p["genkey"] = "1"
-	}
-	if v, err := c.policyString(policy.ScopeEnrollment, "verify_enrollment", owner, realm); err != nil {
-		return o, err
-	} else if slices.Contains(strings.Fields(strings.ToLower(v)), typ) {
-		o.verify = true
-	}
-	if o.encryptPIN, err = c.policyFlag(policy.ScopeEnrollment, "encrypt_pin", owner); err != nil {
-		return o, err
-	}
-	if v, err := c.policyString(policy.ScopeEnrollment, "require_description", owner, realm); err != nil {
-		return o, err
-	} else if slices.Contains(strings.Fields(strings.ToLower(v)), typ) && strings.TrimSpace(p.Str("description")) == "" {
-		return o, apierr.New(apierr.Parameter, "Description required for "+typ+" token.")
-	}
-	return o, nil
-}
-
-// maxTokens applies max_token_per_user and max_token_per_realm.
-func (c *call) maxTokens(owner *user.User, realm string) error {
-	if owner != nil && owner.UID != "" {
-		v, err := c.policyString(policy.ScopeEnrollment, "max_token_per_user", owner, nil)
+// tokenSelect reads the tokens a request is about: "serials" (a list
+// request), else "serial" (path or parameter, a comma list), else the
+// user of the "user" parameters.
+func (c *call) tokenSelect() (authsrv.TokenSelect, error) {
+	var sel authsrv.TokenSelect
+	if c.p.has("serials") {
+		l, err := c.p.list("serials")
 		if err != nil {
-			return err
+			return sel, err
 		}
-		if n, err := strconv.Atoi(v); err == nil {
-			have, err := c.a.s.Tokens().ByOwner(c.ctx, *owner)
-			if err != nil {
-				return err
-			}
-			if len(have) >= n {
-				return apierr.New(apierr.Policy, "The number of tokens for this user is limited!")
-			}
-		}
-		realm = owner.Realm
-	}
-	if realm == "" {
-		return nil
-	}
-	v, err := c.policyString(policy.ScopeEnrollment, "max_token_per_realm", owner, &realm)
-	if err != nil {
-		return err
-	}
-	if n, err := strconv.Atoi(v); err == nil {
-		p, err := c.a.s.Tokens().List(c.ctx, token.Filter{TokenRealm: realm}, "", false, 1, 1)
+		sel.Serials, sel.List = l, true
+	} else {
+		s, err := c.p.str("serial")
 		if err != nil {
-			return err
+			return sel, err
 		}
-		if p.Count >= n {
-			return apierr.New(apierr.Policy, "The number of tokens in this realm is limited!")
+		for _, x := range strings.Split(s, ",") {
+			if x = strings.TrimSpace(x); x != "" {
+				sel.Serials = append(sel.Serials, x)
+			}
 		}
 	}
-	return nil
+	sel.Owner = c.userTarget()
+	return sel, nil
 }
 
-// ownerInfo reads the user store attributes of a user as strings.
-func (c *call) ownerInfo(u *user.User) map[string]string {
-	out := map[string]string{}
-	if u == nil || u.Resolver == "" {
-		return out
+// ran marks the request's audit entry as written by the library
+// operation that ran.
+func (c *call) ran() { c.recorded = true }
+
+// batchValue is the answer of an operation on one or several tokens: the
+// count, or for a list request the count of successes, the failed and the
+// refused serials.
+func batchValue(b authsrv.TokenBatch, list bool) any {
+	if list && b.List {
+		return map[string]any{"count_success": b.Success, "failed": nonNil(b.Failed), "unauthorized": nonNil(b.Unauthorized)}
 	}
-	in, err := c.a.s.Resolvers().Instance(c.ctx, u.Resolver)
-	if err != nil {
-		return out
-	}
-	info, err := in.User(c.ctx, u.UID)
-	if err != nil {
-		return out
-	}
-	return info.Strings()
+	return b.Count
 }
+
+// selectAction is the shape of the operations on selected tokens: enable,
+// disable, reset and revoke answer the count; unassign and delete (list)
+// the per-token result for a list request.
+func selectAction(list bool, op func(o *authsrv.Ops, ctx context.Context, who caller.Caller, sel authsrv.TokenSelect) (authsrv.TokenBatch, error)) func(c *call) (answer, error) {
+	return func(c *call) (answer, error) {
+		sel, err := c.tokenSelect()
+		if err != nil {
+			return answer{}, err
+		}
+		b, err := op(c.a.s.Ops(), c.ctx, c.caller(), sel)
+		c.ran()
+		if err != nil {
+			return answer{}, err
+		}
+		return answer{value: batchValue(b, list)}, nil
+	}
+}
+
+var (
+	postTokenEnable   = selectAction(false, (*authsrv.Ops).EnableTokens)
+	postTokenDisable  = selectAction(false, (*authsrv.Ops).DisableTokens)
+	postTokenReset    = selectAction(false, (*authsrv.Ops).ResetTokens)
+	postTokenRevoke   = selectAction(false, (*authsrv.Ops).RevokeTokens)
+	postTokenUnassign = selectAction(true, (*authsrv.Ops).UnassignTokens)
+	deleteToken       = selectAction(true, (*authsrv.Ops).DeleteTokens)
+)
 
 // postTokenInit is POST /token/init.
 func postTokenInit(c *call) (answer, error) {
 	p := c.tokenParams()
-	typ := strings.ToLower(strings.TrimSpace(p.Str("type")))
-	if typ == "" {
-		typ = "hotp"
-	}
-	if _, ok := c.a.s.Tokens().Types().Get(typ); !ok {
-		return answer{}, apierr.New(apierr.TokenAdmin, "init token failed. Unknown token type: "+p.Str("type")).WithNumber(1610)
-	}
-	var owner *user.User
-	if c.who.Role == roleUser {
-		u, err := c.selfUser()
-		if err != nil {
-			return answer{}, err
-		}
-		owner = &u
-	} else if p.Str("user") != "" {
-		u, _, err := c.targetUser()
-		if err != nil {
-			return answer{}, err
-		}
-		owner = &u
-	}
-	var realms []string
-	var realmTarget *string
-	if c.who.Role == roleAdmin && owner == nil {
-		if r := p.Str("realm"); r != "" {
-			if !c.isRealm(r) {
-				return answer{}, apierr.New(apierr.Parameter, "The realm "+r+" does not exist.")
-			}
-			realms, realmTarget = append(realms, r), policy.Str(r)
-		}
-	}
-	for _, r := range strings.Split(p.Str("tokenrealm"), ",") {
-		if r = strings.TrimSpace(r); r != "" {
-			if !c.isRealm(r) {
-				return answer{}, apierr.New(apierr.Parameter, "The realm "+r+" does not exist.")
-			}
-			realms = append(realms, r)
-		}
-	}
-	action := "enroll" + strings.ToUpper(typ)
-	ok, err := c.allowedOn(action, nil, owner, realmTarget)
+	req := authsrv.TokenInit{Type: p.Str("type"), Serial: p.Str("serial"), Params: p, User: c.userTarget(),
+		Realm: p.Str("realm"), TokenRealms: strings.Split(p.Str("tokenrealm"), ",")}
+	res, err := c.a.s.Ops().InitToken(c.ctx, c.caller(), req)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
-	if !ok {
-		return answer{}, c.denied(action)
-	}
-	serial := p.Str("serial")
-	var existing *token.Token
-	if serial != "" {
-		if t, err := c.a.s.Tokens().Get(c.ctx, serial); err == nil {
-			existing = t
-			if c.who.Role == roleUser && !sameOwner(t.Owner, owner) {
-				return answer{}, apierr.New(apierr.TokenAdmin, "Token already assigned to another user.").WithNumber(1103)
-			}
-			if c.who.Role == roleAdmin {
-				if err := c.mustAllow(action, t); err != nil {
-					return answer{}, err
-				}
-			}
-		}
-	}
-	if pin, ok := p.Get("pin"); ok && pin != "" {
-		ok, err := c.allowedOn("enrollpin", existing, owner, realmTarget)
-		if err != nil {
-			return answer{}, err
-		}
-		if !ok {
-			return answer{}, apierr.New(apierr.Policy, "Setting a PIN is not allowed due to missing 'enrollpin' right.")
-		}
-		if err := c.checkPINPolicy(typ, pin, owner); err != nil {
-			return answer{}, err
-		}
-	}
-	opts, err := c.enrollDefaults(typ, p, owner, realmTarget)
-	if err != nil {
-		return answer{}, err
-	}
-	if existing == nil {
-		r := ""
-		if realmTarget != nil {
-			r = *realmTarget
-		}
-		if err := c.maxTokens(owner, r); err != nil {
-			return answer{}, err
-		}
-	}
-	t, detail, err := c.a.s.Tokens().Init(c.ctx, token.InitRequest{Type: typ, Serial: serial, Params: p, Owner: owner,
-		OwnerInfo: c.ownerInfo(owner), Realms: realms, EncryptPIN: opts.encryptPIN, Verify: opts.verify && existing == nil})
-	if err != nil {
-		return answer{}, err
-	}
-	if err := c.savePINChange(t, p.Str("pin") != ""); err != nil {
-		return answer{}, err
-	}
-	c.entry.Serial, c.entry.TokenType = t.Serial, t.Type
-	if owner != nil {
-		c.entry.User, c.entry.Realm, c.entry.Resolver = owner.Login, owner.Realm, owner.Resolver
-	}
-	return answer{value: true, detail: detail}, nil
+	return answer{value: true, detail: res.Detail}, nil
 }
-
-// multiResult is the value of a multi-serial action.
-type multiResult struct {
-	ok           int
-	failed       []string
-	unauthorized []string
-}
-
-func (m multiResult) value() map[string]any {
-	return map[string]any{"count_success": m.ok, "failed": nonNil(m.failed), "unauthorized": nonNil(m.unauthorized)}
-}
-
-// eachToken runs fn on the target tokens the caller may act on. Single
-// token: a refusal or error is returned. Several: refused and failing
-// serials are reported.
-func (c *call) eachToken(action string, allowUser bool, fn func(t *token.Token) (int, error)) (int, multiResult, bool, error) {
-	toks, multi, err := c.targetTokens(allowUser)
-	if err != nil {
-		return 0, multiResult{}, false, err
-	}
-	var res multiResult
-	total := 0
-	for _, t := range toks {
-		ok, err := c.allowedOn(action, t, nil, nil)
-		if err != nil {
-			return 0, res, multi, err
-		}
-		if !ok {
-			if !multi {
-				return 0, res, multi, c.denied(action)
-			}
-			res.unauthorized = append(res.unauthorized, t.Serial)
-			continue
-		}
-		n, err := fn(t)
-		if err != nil {
-			if !multi {
-				return 0, res, multi, err
-			}
-			res.failed = append(res.failed, t.Serial)
-			continue
-		}
-		res.ok++
-		total += n
-	}
-	if len(toks) == 1 {
-		c.entry.Serial, c.entry.TokenType = toks[0].Serial, toks[0].Type
-	}
-	return total, res, multi, nil
-}
-
-// countAction is the shape of enable/disable/reset/revoke: an int.
-func countAction(action string, fn func(c *call, t *token.Token) (int, error)) func(c *call) (answer, error) {
-	return func(c *call) (answer, error) {
-		n, _, _, err := c.eachToken(action, true, func(t *token.Token) (int, error) { return fn(c, t) })
-		if err != nil {
-			return answer{}, err
-		}
-		return answer{value: n}, nil
-	}
-}
-
-// listAction is the shape of unassign/delete: an int for one serial, the
-// multi result for several.
-func listAction(action string, fn func(c *call, t *token.Token) error) func(c *call) (answer, error) {
-	return func(c *call) (answer, error) {
-		n, res, multi, err := c.eachToken(action, true, func(t *token.Token) (int, error) { return 1, fn(c, t) })
-		if err != nil {
-			return answer{}, err
-		}
-		if multi {
-			return answer{value: res.value()}, nil
-		}
-		return answer{value: n}, nil
-	}
-}
-
-func b2n(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-var (
-	postTokenEnable = countAction("enable", func(c *call, t *token.Token) (int, error) {
-		ch, err := c.a.s.Tokens().SetActive(c.ctx, t.Serial, true)
-		return b2n(ch), err
-	})
-	postTokenDisable = countAction("disable", func(c *call, t *token.Token) (int, error) {
-		ch, err := c.a.s.Tokens().SetActive(c.ctx, t.Serial, false)
-		return b2n(ch), err
-	})
-	postTokenReset = countAction("reset", func(c *call, t *token.Token) (int, error) {
-		if _, err := c.a.s.Tokens().Reset(c.ctx, t.Serial); err != nil {
-			return 0, err
-		}
-		return 1, nil
-	})
-	postTokenRevoke = countAction("revoke", func(c *call, t *token.Token) (int, error) {
-		return 1, c.a.s.Tokens().Revoke(c.ctx, t.Serial)
-	})
-	postTokenUnassign = listAction("unassign", func(c *call, t *token.Token) error {
-		return c.a.s.Tokens().Unassign(c.ctx, t.Serial)
-	})
-	deleteToken = listAction("delete", func(c *call, t *token.Token) error {
-		return c.a.s.Tokens().Delete(c.ctx, t.Serial)
-	})
-)
 
 // postTokenAssign is POST /token/assign.
 func postTokenAssign(c *call) (answer, error) {
@@ -378,45 +131,21 @@ func postTokenAssign(c *call) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	var owner user.User
-	if c.who.Role == roleUser {
-		owner, err = c.selfUser()
-	} else {
+	if c.who.Role != roleUser {
 		if _, err := c.p.required("user"); err != nil {
 			return answer{}, err
 		}
-		owner, _, err = c.targetUser()
 	}
-	if err != nil {
-		return answer{}, err
-	}
-	t, err := c.a.s.Tokens().Get(c.ctx, serial)
-	if err != nil {
-		return answer{}, err
-	}
-	ok, err := c.allowedOn("assign", nil, &owner, nil)
-	if err != nil {
-		return answer{}, err
-	}
-	if !ok {
-		return answer{}, c.denied("assign")
-	}
-	if t.Assigned() {
-		return answer{}, token.ErrAssigned(t.Owner, c.who.Role == roleUser)
-	}
-	var pin *string
+	req := authsrv.TokenAssign{Serial: serial, User: c.userTarget()}
 	if v, ok := c.tokenParams().Get("pin"); ok {
-		if err := c.checkPINPolicy(t.Type, v, &owner); err != nil {
-			return answer{}, err
-		}
-		pin = &v
+		req.PIN = &v
 	}
-	enc, _ := c.p.boolean("encryptpin")
-	if err := c.a.s.Tokens().Assign(c.ctx, serial, owner, pin, enc, c.who.Role == roleUser); err != nil {
+	req.EncryptPIN, _ = c.p.boolean("encryptpin")
+	err = c.a.s.Ops().AssignToken(c.ctx, c.caller(), req)
+	c.ran()
+	if err != nil {
 		return answer{}, err
 	}
-	c.entry.Serial, c.entry.TokenType = t.Serial, t.Type
-	c.entry.User, c.entry.Realm, c.entry.Resolver = owner.Login, owner.Realm, owner.Resolver
 	return answer{value: true}, nil
 }
 
@@ -430,12 +159,12 @@ func postTokenResync(c *call) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	ok := false
-	_, _, _, err = c.eachToken("resync", false, func(t *token.Token) (int, error) {
-		r, err := c.a.s.Tokens().Resync(c.ctx, t.Serial, otp1, otp2)
-		ok = ok || r
-		return 1, err
-	})
+	sel, err := c.tokenSelect()
+	if err != nil {
+		return answer{}, err
+	}
+	ok, err := c.a.s.Ops().ResyncToken(c.ctx, c.caller(), sel, otp1, otp2)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
@@ -445,33 +174,19 @@ func postTokenResync(c *call) (answer, error) {
 // postTokenSetPIN is POST /token/setpin.
 func postTokenSetPIN(c *call) (answer, error) {
 	p := c.tokenParams()
-	enc, _ := c.p.boolean("encryptpin")
-	n, _, _, err := c.eachToken("setpin", false, func(t *token.Token) (int, error) {
-		set := 0
-		for _, k := range []string{"otppin", "userpin", "sopin"} {
-			v, ok := p.Get(k)
-			if !ok {
-				continue
-			}
-			if k != "otppin" {
-				// userpin and sopin belong to smartcard tokens; none of
-				// our types has them, so they count without effect.
-				set++
-				continue
-			}
-			if err := c.checkPINPolicy(t.Type, v, t.Owner); err != nil {
-				return 0, err
-			}
-			if err := c.a.s.Tokens().SetPIN(c.ctx, t.Serial, v, enc); err != nil {
-				return 0, err
-			}
-			if err := c.savePINChange(t, v != ""); err != nil {
-				return 0, err
-			}
-			set++
+	var pins authsrv.TokenPINs
+	for k, dst := range map[string]**string{"otppin": &pins.OTPPIN, "userpin": &pins.UserPIN, "sopin": &pins.SOPIN} {
+		if v, ok := p.Get(k); ok {
+			*dst = &v
 		}
-		return set, nil
-	})
+	}
+	pins.Encrypt, _ = c.p.boolean("encryptpin")
+	sel, err := c.tokenSelect()
+	if err != nil {
+		return answer{}, err
+	}
+	n, err := c.a.s.Ops().SetTokenPIN(c.ctx, c.caller(), sel, pins)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
@@ -480,21 +195,12 @@ func postTokenSetPIN(c *call) (answer, error) {
 
 // postTokenSetRandomPIN is POST /token/setrandompin.
 func postTokenSetRandomPIN(c *call) (answer, error) {
-	var pin string
-	n, _, _, err := c.eachToken("setrandompin", false, func(t *token.Token) (int, error) {
-		length := 12
-		v, err := c.policyString(c.callerScope(), "otp_pin_set_random", t.Owner, nil)
-		if err != nil {
-			return 0, err
-		}
-		if x, err := strconv.Atoi(v); err == nil && x > 0 && x <= 128 {
-			length = x
-		}
-		if pin, err = c.a.s.Tokens().RandomString(length, "cn"); err != nil {
-			return 0, err
-		}
-		return 1, c.a.s.Tokens().SetPIN(c.ctx, t.Serial, pin, false)
-	})
+	sel, err := c.tokenSelect()
+	if err != nil {
+		return answer{}, err
+	}
+	n, pin, err := c.a.s.Ops().SetRandomTokenPIN(c.ctx, c.caller(), sel)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
@@ -510,9 +216,12 @@ func postTokenDescription(c *call) (answer, error) {
 	if !c.p.has("description") {
 		return answer{}, apierr.MissingParameter("description")
 	}
-	_, _, _, err = c.eachToken("setdescription", false, func(t *token.Token) (int, error) {
-		return 1, c.a.s.Tokens().SetDescription(c.ctx, t.Serial, desc)
-	})
+	sel, err := c.tokenSelect()
+	if err != nil {
+		return answer{}, err
+	}
+	err = c.a.s.Ops().SetTokenDescription(c.ctx, c.caller(), sel, desc)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
@@ -521,17 +230,20 @@ func postTokenDescription(c *call) (answer, error) {
 
 // postTokenSet is POST /token/set (admin).
 func postTokenSet(c *call) (answer, error) {
-	f, n, err := token.ParseFields(c.tokenParams())
+	f, _, err := token.ParseFields(c.tokenParams())
 	if err != nil {
 		return answer{}, err
 	}
-	total, _, _, err := c.eachToken("set", true, func(t *token.Token) (int, error) {
-		return n, c.a.s.Tokens().SetFields(c.ctx, t.Serial, f)
-	})
+	sel, err := c.tokenSelect()
 	if err != nil {
 		return answer{}, err
 	}
-	return answer{value: total}, nil
+	b, err := c.a.s.Ops().SetTokenFields(c.ctx, c.caller(), sel, f)
+	c.ran()
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{value: b.Count}, nil
 }
 
 // postTokenRealm is POST /token/realm/{serial} (admin).
@@ -543,14 +255,12 @@ func postTokenRealm(c *call) (answer, error) {
 	if realms == nil {
 		return answer{}, apierr.MissingParameter("realms")
 	}
-	for _, r := range realms {
-		if !c.isRealm(r) {
-			return answer{}, apierr.New(apierr.Parameter, "The realm "+r+" does not exist.")
-		}
+	sel, err := c.tokenSelect()
+	if err != nil {
+		return answer{}, err
 	}
-	_, _, _, err = c.eachToken("tokenrealms", false, func(t *token.Token) (int, error) {
-		return 1, c.a.s.Tokens().SetRealms(c.ctx, t.Serial, realms)
-	})
+	err = c.a.s.Ops().SetTokenRealms(c.ctx, c.caller(), sel, realms)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
@@ -559,36 +269,17 @@ func postTokenRealm(c *call) (answer, error) {
 
 // postTokenLost is POST /token/lost/{serial}.
 func postTokenLost(c *call) (answer, error) {
-	var val map[string]any
-	_, _, _, err := c.eachToken("losttoken", false, func(t *token.Token) (int, error) {
-		var o token.LostOptions
-		if v, err := c.policyString(policy.ScopeEnrollment, "losttoken_PW_length", t.Owner, nil); err != nil {
-			return 0, err
-		} else if n, err := strconv.Atoi(v); err == nil && n > 0 && n <= 128 {
-			o.PWLength = n
-		}
-		v, err := c.policyString(policy.ScopeEnrollment, "losttoken_PW_contents", t.Owner, nil)
-		if err != nil {
-			return 0, err
-		}
-		o.PWContents = v
-		if v, err := c.policyString(policy.ScopeEnrollment, "losttoken_valid", t.Owner, nil); err != nil {
-			return 0, err
-		} else if n, err := strconv.Atoi(v); err == nil && n > 0 && n <= 3650 {
-			o.Valid = time.Duration(n) * 24 * time.Hour
-		}
-		res, err := c.a.s.Tokens().Lost(c.ctx, t.Serial, o)
-		if err != nil {
-			return 0, err
-		}
-		val = map[string]any{"serial": res.Serial, "init": true, "user": true, "pin": true, "valid_to": "xxxx",
-			"password": res.Password, "end_date": res.EndDate, "disable": 1}
-		return 1, nil
-	})
+	sel, err := c.tokenSelect()
 	if err != nil {
 		return answer{}, err
 	}
-	return answer{value: val}, nil
+	res, err := c.a.s.Ops().LostToken(c.ctx, c.caller(), sel)
+	c.ran()
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{value: map[string]any{"serial": res.Serial, "init": true, "user": true, "pin": true, "valid_to": "xxxx",
+		"password": res.Password, "end_date": res.EndDate, "disable": 1}}, nil
 }
 
 // getTokenSerial is GET /token/getserial/{otp} (admin).
@@ -617,7 +308,12 @@ func getTokenSerial(c *call) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	return answer{value: map[string]any{"serial": serial, "count": n}}, nil
+	// No match: privacyIDEA's serial is null.
+	var found any
+	if serial != "" {
+		found = serial
+	}
+	return answer{value: map[string]any{"serial": found, "count": n}}, nil
 }
 
 // postTokenInfo is POST /token/info/{serial}/{key} (admin).
@@ -630,9 +326,12 @@ func postTokenInfo(c *call) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	_, _, _, err = c.eachToken("settokeninfo", false, func(t *token.Token) (int, error) {
-		return 1, c.a.s.Tokens().SetInfo(c.ctx, t.Serial, key, value)
-	})
+	sel, err := c.tokenSelect()
+	if err != nil {
+		return answer{}, err
+	}
+	err = c.a.s.Ops().SetTokenInfo(c.ctx, c.caller(), sel, key, value)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
@@ -641,10 +340,8 @@ func postTokenInfo(c *call) (answer, error) {
 
 // deleteTokenInfo is DELETE /token/info/{serial}/{key} (admin).
 func deleteTokenInfo(c *call, serial, key string) (answer, error) {
-	c.p.set("serial", serial)
-	_, _, _, err := c.eachToken("settokeninfo", false, func(t *token.Token) (int, error) {
-		return 1, c.a.s.Tokens().DeleteInfo(c.ctx, t.Serial, key)
-	})
+	err := c.a.s.Ops().DeleteTokenInfo(c.ctx, c.caller(), authsrv.TokenSelect{Serials: []string{serial}}, key)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
@@ -670,10 +367,8 @@ func deleteTokenRoute(c *call) (answer, error) {
 		if c.who.Role != roleAdmin {
 			return answer{}, errWrongRole
 		}
-		if err := c.authorize("cancelchallenge"); err != nil {
-			return answer{}, err
-		}
-		n, err := c.a.s.Tokens().DeleteTransaction(c.ctx, parts[1])
+		n, err := c.a.s.Ops().CancelChallenges(c.ctx, c.caller(), parts[1])
+		c.ran()
 		if err != nil {
 			return answer{}, err
 		}
@@ -691,7 +386,11 @@ func getTokenChallenges(c *call) (answer, error) {
 	f.Serial, _ = c.p.str("serial")
 	f.TransactionID, _ = c.p.str("transaction_id")
 	if c.p.has("user") {
-		toks, _, err := c.targetTokens(true)
+		u, _, err := c.targetUser()
+		if err != nil {
+			return answer{}, err
+		}
+		toks, err := c.a.s.Tokens().ByOwner(c.ctx, u)
 		if err != nil {
 			return answer{}, err
 		}
@@ -720,10 +419,8 @@ func getTokenChallenges(c *call) (answer, error) {
 			"otp_valid": ch.OTPValid, "expiration": ch.Expiration.UTC().Format(http.TimeFormat),
 			"timestamp": ch.Created.UTC().Format(http.TimeFormat)})
 	}
-	val := map[string]any{"challenges": out, "count": len(list), "current": page, "redis_cache_enabled": false}
-	if page > 1 {
-		val["prev"] = page - 1
-	}
+	val := map[string]any{"challenges": out, "count": len(list), "current": page, "redis_cache_enabled": false,
+		"prev": pageOrNull(page - 1), "next": nil}
 	if start+size < len(list) {
 		val["next"] = page + 1
 	}
@@ -731,7 +428,7 @@ func getTokenChallenges(c *call) (answer, error) {
 }
 
 // copyAction is POST /token/copypin and /token/copyuser (admin).
-func copyAction(action string, fn func(c *call, from, to string) error) func(c *call) (answer, error) {
+func copyAction(op func(o *authsrv.Ops, ctx context.Context, who caller.Caller, req authsrv.TokenCopy) error) func(c *call) (answer, error) {
 	return func(c *call) (answer, error) {
 		from, err := c.p.required("from")
 		if err != nil {
@@ -741,16 +438,9 @@ func copyAction(action string, fn func(c *call, from, to string) error) func(c *
 		if err != nil {
 			return answer{}, err
 		}
-		for _, s := range []string{from, to} {
-			t, err := c.a.s.Tokens().Get(c.ctx, s)
-			if err != nil {
-				return answer{}, err
-			}
-			if err := c.mustAllow(action, t); err != nil {
-				return answer{}, err
-			}
-		}
-		if err := fn(c, from, to); err != nil {
+		err = op(c.a.s.Ops(), c.ctx, c.caller(), authsrv.TokenCopy{From: from, To: to})
+		c.ran()
+		if err != nil {
 			return answer{}, err
 		}
 		return answer{value: true}, nil
@@ -758,6 +448,6 @@ func copyAction(action string, fn func(c *call, from, to string) error) func(c *
 }
 
 var (
-	postTokenCopyPIN  = copyAction("copytokenpin", func(c *call, from, to string) error { return c.a.s.Tokens().CopyPIN(c.ctx, from, to) })
-	postTokenCopyUser = copyAction("copytokenuser", func(c *call, from, to string) error { return c.a.s.Tokens().CopyUser(c.ctx, from, to) })
+	postTokenCopyPIN  = copyAction((*authsrv.Ops).CopyTokenPIN)
+	postTokenCopyUser = copyAction((*authsrv.Ops).CopyTokenUser)
 )

@@ -1,17 +1,14 @@
 package server
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
-	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/token"
-	"github.com/authsrv/authsrv/user"
-	"github.com/authsrv/authsrv/validate"
 )
 
 // tokenParams are the request parameters as strings for the token
@@ -31,183 +28,6 @@ func (c *call) tokenParams() token.Params {
 		}
 	}
 	return out
-}
-
-// selfUser is the user-role caller as a resolved user.
-func (c *call) selfUser() (user.User, error) {
-	u, _, err := c.targetUser()
-	return u, err
-}
-
-// callerScope is the policy scope of the caller's rights.
-func (c *call) callerScope() string {
-	if c.who.Role == roleUser {
-		return policy.ScopeUser
-	}
-	return policy.ScopeAdmin
-}
-
-// queryFor is the caller's policy query for action with a token owner or
-// realm as the target.
-func (c *call) queryFor(scope, action string, owner *user.User, realm *string) policy.Query {
-	q := policy.Query{Scope: scope, Action: action, Client: clientIP(c.r), UserAgent: c.r.UserAgent(), Data: c.conditionData}
-	if c.who.Role == roleUser {
-		q.User, q.Realm = policy.Str(c.who.Username), policy.Str(c.who.Realm)
-		if owner != nil {
-			q.Resolver = policy.Str(owner.Resolver)
-		}
-	} else if scope == policy.ScopeAdmin {
-		q.AdminUser, q.AdminRealm = policy.Str(c.who.Username), policy.Str(c.who.Realm)
-	}
-	if c.who.Role == roleAdmin || scope != policy.ScopeUser {
-		if owner != nil && owner.UID != "" {
-			q.User, q.Realm, q.Resolver = policy.Str(owner.Login), policy.Str(owner.Realm), policy.Str(owner.Resolver)
-		} else if realm != nil {
-			q.Realm = realm
-		}
-	}
-	return q
-}
-
-// denied is the refusal of a single-token action.
-func (c *call) denied(action string) error {
-	if c.who.Role == roleUser {
-		return apierr.New(apierr.Policy, fmt.Sprintf("User actions are defined, but the action %s is not allowed!", action))
-	}
-	return apierr.New(apierr.Policy, fmt.Sprintf("Admin actions are defined, but the action %s is not allowed!", action))
-}
-
-// allowedOn reports whether the caller may do action on a token (nil: a
-// token not yet known, with an optional owner/realm target).
-func (c *call) allowedOn(action string, t *token.Token, owner *user.User, realm *string) (bool, error) {
-	if t != nil {
-		owner = t.Owner
-	}
-	scope := c.callerScope()
-	try := func(q policy.Query) (bool, error) {
-		ok, names, err := c.a.s.Policies().Allowed(c.ctx, q)
-		if ok {
-			c.policies = append(c.policies, names...)
-		}
-		return ok, err
-	}
-	if c.who.Role == roleAdmin && t != nil && !t.Assigned() && len(t.Realms) > 0 {
-		for _, r := range t.Realms {
-			if ok, err := try(c.queryFor(scope, action, nil, policy.Str(r))); ok || err != nil {
-				return ok, err
-			}
-		}
-		return false, nil
-	}
-	return try(c.queryFor(scope, action, owner, realm))
-}
-
-// mustAllow is allowedOn with the refusal as an error.
-func (c *call) mustAllow(action string, t *token.Token) error {
-	ok, err := c.allowedOn(action, t, nil, nil)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return c.denied(action)
-	}
-	return nil
-}
-
-// policyString is the value a matching policy gives action in scope for
-// the target ("" when none).
-func (c *call) policyString(scope, action string, owner *user.User, realm *string) (string, error) {
-	vals, err := c.a.s.Policies().Values(c.ctx, c.queryFor(scope, action, owner, realm), false, true)
-	if err != nil || len(vals) == 0 {
-		return "", err
-	}
-	keys := slices.Sorted(maps.Keys(vals))
-	for _, names := range vals {
-		c.policies = append(c.policies, names...)
-	}
-	return keys[0], nil
-}
-
-// policyFlag reports whether a boolean action is set for the target.
-func (c *call) policyFlag(scope, action string, owner *user.User) (bool, error) {
-	ps, err := c.a.s.Policies().Match(c.ctx, c.queryFor(scope, action, owner, nil))
-	if err != nil {
-		return false, err
-	}
-	for _, p := range ps {
-		c.policies = append(c.policies, p.Name)
-	}
-	return len(ps) > 0, nil
-}
-
-// targetTokens finds the tokens a request is about: "serial" (path or
-// parameter, a comma list) or "serials", else all tokens of the given user
-// (the caller itself for the user role). multi reports a list request.
-// Users only ever see their own tokens: others count as not found.
-func (c *call) targetTokens(allowUser bool) (toks []*token.Token, multi bool, err error) {
-	var serials []string
-	if c.p.has("serials") {
-		if serials, err = c.p.list("serials"); err != nil {
-			return nil, false, err
-		}
-		multi = true
-	} else {
-		s, err := c.p.str("serial")
-		if err != nil {
-			return nil, false, err
-		}
-		for _, x := range strings.Split(s, ",") {
-			if x = strings.TrimSpace(x); x != "" {
-				serials = append(serials, x)
-			}
-		}
-		multi = len(serials) > 1
-	}
-	var self *user.User
-	if c.who.Role == roleUser {
-		u, err := c.selfUser()
-		if err != nil {
-			return nil, false, err
-		}
-		self = &u
-	}
-	if len(serials) > 0 {
-		var missing []string
-		for _, s := range serials {
-			t, err := c.a.s.Tokens().Get(c.ctx, s)
-			if apierr.Is(err, apierr.ResourceNotFound) || (err == nil && self != nil && !sameOwner(t.Owner, self)) {
-				missing = append(missing, s)
-				continue
-			}
-			if err != nil {
-				return nil, false, err
-			}
-			toks = append(toks, t)
-		}
-		if len(missing) > 0 && (!multi || len(toks) == 0) {
-			return nil, false, token.NotFound(missing...)
-		}
-		return toks, multi, nil
-	}
-	if !allowUser {
-		return nil, false, apierr.MissingParameter("serial")
-	}
-	if self == nil {
-		if !c.p.has("user") {
-			return nil, false, validate.ErrNoTarget
-		}
-		u, _, err := c.targetUser()
-		if err != nil {
-			return nil, false, err
-		}
-		self = &u
-	}
-	toks, err = c.a.s.Tokens().ByOwner(c.ctx, *self)
-	return toks, true, err
-}
-
-func sameOwner(a, b *user.User) bool {
-	return a != nil && b != nil && strings.EqualFold(a.Realm, b.Realm) && a.Resolver == b.Resolver && a.UID == b.UID
 }
 
 // tokenJSON renders a token as GET /token/ lists it.
@@ -252,7 +72,7 @@ func (c *call) hiddenInfo() ([]string, error) {
 	if c.who.Role != roleAdmin {
 		return nil, nil
 	}
-	vals, err := c.a.s.Policies().Values(c.ctx, c.queryFor(policy.ScopeAdmin, "hide_tokeninfo", nil, nil), false, false)
+	vals, err := c.a.s.Policies().Values(c.ctx, c.a.s.Ops().Query(c.ctx, c.caller(), "hide_tokeninfo", authsrv.Target{}), false, false)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +111,7 @@ func getTokens(c *call) (answer, error) {
 		return answer{}, err
 	}
 	if c.who.Role == roleUser {
-		u, err := c.selfUser()
+		u, _, err := c.targetUser()
 		if err != nil {
 			return answer{}, err
 		}
@@ -346,23 +166,17 @@ func getTokens(c *call) (answer, error) {
 	for _, t := range p.Tokens {
 		list = append(list, c.tokenJSON(t, hidden))
 	}
-	val := map[string]any{"count": p.Count, "current": p.Page, "tokens": list}
-	if p.Prev > 0 {
-		val["prev"] = p.Prev
-	}
-	if p.Next > 0 {
-		val["next"] = p.Next
-	}
+	val := map[string]any{"count": p.Count, "current": p.Page, "tokens": list, "prev": pageOrNull(p.Prev), "next": pageOrNull(p.Next)}
 	return answer{value: val}, nil
 }
 
-// checkPINPolicy applies otp_pin_minlength/maxlength/contents (and their
-// <type>_ variants) of the caller's scope to a new PIN.
-func (c *call) checkPINPolicy(typ, pin string, owner *user.User) error {
-	scope := c.callerScope()
-	return policy.CheckPINRules(typ, pin, func(action string) (string, error) {
-		return c.policyString(scope, action, owner, nil)
-	})
+// pageOrNull is a neighbour page number as privacyIDEA sends it: null
+// when there is none.
+func pageOrNull(page int) any {
+	if page > 0 {
+		return page
+	}
+	return nil
 }
 
 // pageParams reads page (1-based, default 1) and pagesize (default 15).

@@ -297,6 +297,11 @@ func TestTokenAdminOpsAPI(t *testing.T) {
 	if v["serial"] != "T1" && v["serial"] != "T2" {
 		t.Errorf("getserial %v", v)
 	}
+	if v := wantOK(t, e.admin(t, tok, "GET", "/token/getserial/000000?window=2", "")).(map[string]any); v["serial"] != nil {
+		t.Errorf("getserial without a match: serial %v, want null", v["serial"])
+	} else if _, sent := v["serial"]; !sent {
+		t.Error("getserial without a match sends no serial")
+	}
 	// revoke: locked for good.
 	if v := wantOK(t, e.admin(t, tok, "POST", "/token/revoke/T2", "")); v != float64(1) {
 		t.Errorf("revoke %v", v)
@@ -325,6 +330,12 @@ func TestTokenAdminOpsAPI(t *testing.T) {
 	if cv["count"] != float64(1) || at(cv["challenges"].([]any)[0], "transaction_id") != txid {
 		t.Errorf("challenges %v", cv)
 	}
+	// One page: prev and next are sent, as null.
+	for _, k := range []string{"prev", "next"} {
+		if v, ok := cv[k]; !ok || v != nil {
+			t.Errorf("challenges %s = %v (sent %v), want null", k, v, ok)
+		}
+	}
 	dv := wantOK(t, e.admin(t, tok, "DELETE", "/token/challenges/transaction/"+txid, "")).(map[string]any)
 	if dv["deleted"] != float64(1) {
 		t.Errorf("cancel %v", dv)
@@ -336,6 +347,15 @@ func TestTokenAdminOpsAPI(t *testing.T) {
 	pv := wantOK(t, e.admin(t, tok, "GET", "/token/?serial=P*&pagesize=2&page=2&sortdir=desc", "")).(map[string]any)
 	if pv["count"] != float64(3) || pv["prev"] != float64(1) || len(pv["tokens"].([]any)) != 1 || at(pv["tokens"].([]any)[0], "serial") != "P1" {
 		t.Errorf("page 2 %v", pv)
+	}
+	// prev and next are page numbers, null at the ends (privacyIDEA sends
+	// both keys always).
+	if v, ok := pv["next"]; !ok || v != nil {
+		t.Errorf("last page: next = %v (sent %v), want null", v, ok)
+	}
+	p1 := wantOK(t, e.admin(t, tok, "GET", "/token/?serial=P*&pagesize=2&page=1", "")).(map[string]any)
+	if v, ok := p1["prev"]; !ok || v != nil || p1["next"] != float64(2) || p1["current"] != float64(1) {
+		t.Errorf("page 1: prev %v (sent %v), next %v, current %v", v, ok, p1["next"], p1["current"])
 	}
 	csv := e.admin(t, tok, "GET", "/token/?outform=csv", "")
 	if csv.status != 200 || !strings.Contains(string(csv.body), "P3,hotp") {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/internal/tokenfile"
+	"github.com/authsrv/authsrv/store"
 )
 
 // ImportFailure is one record of an import file that was not imported.
@@ -18,17 +19,28 @@ type ImportFailure struct {
 // Import creates tokens from records read from an import file. An existing
 // serial is never touched (the record is reported as not imported); a
 // record whose type is unknown or whose data the type refuses is reported
-// too. realms become the token realms of every imported token.
-func (s *Service) Import(ctx context.Context, recs []tokenfile.Record, realms []string) (int, []ImportFailure) {
-	n := 0
-	var failed []ImportFailure
+// too. realms become the token realms of every imported token. The tokens
+// are written in one transaction, with also.
+func (s *Service) Import(ctx context.Context, recs []tokenfile.Record, realms []string, also ...func(store.Tx) error) (int, []ImportFailure) {
+	b := s.PrepareImport(ctx, recs, realms)
+	if err := s.CommitImport(ctx, b, also...); err != nil {
+		return 0, importFailed(b, err)
+	}
+	return len(b.items), b.Failed
+}
+
+// PrepareImport is the part of Import that needs no transaction: the
+// batch CommitImport writes.
+func (s *Service) PrepareImport(ctx context.Context, recs []tokenfile.Record, realms []string) *ImportBatch {
+	b := &ImportBatch{}
+	failed := &b.Failed
 	for _, r := range recs {
 		if ok, err := s.Exists(ctx, r.Serial); err != nil || ok {
 			reason := "a token with this serial already exists"
 			if err != nil {
 				reason = "the token store failed"
 			}
-			failed = append(failed, ImportFailure{r.Serial, reason})
+			*failed = append(*failed, ImportFailure{r.Serial, reason})
 			continue
 		}
 		typ := r.Type
@@ -54,24 +66,14 @@ func (s *Service) Import(ctx context.Context, recs []tokenfile.Record, realms []
 		if v := r.Info[InfoTokenKind]; v != "" {
 			kind = v
 		}
-		_, _, err := s.Init(ctx, InitRequest{Type: typ, Serial: r.Serial, Params: p, Realms: realms, Kind: kind})
+		err := b.add(ctx, s, InitRequest{Type: typ, Serial: r.Serial, Params: p, Realms: realms, Kind: kind}, r.Counter)
 		if err != nil {
 			reason := "the token could not be created"
 			if e, ok := err.(*apierr.Error); ok {
 				reason = e.Error()
 			}
-			failed = append(failed, ImportFailure{r.Serial, reason})
-			continue
+			*failed = append(*failed, ImportFailure{r.Serial, reason})
 		}
-		if r.Counter > 0 {
-			c := r.Counter
-			if _, err := s.Update(ctx, r.Serial, false, func(t *Token) error { t.Count = c; return nil }); err != nil {
-				failed = append(failed, ImportFailure{r.Serial, "the counter could not be set"})
-				_ = s.Delete(ctx, r.Serial)
-				continue
-			}
-		}
-		n++
 	}
-	return n, failed
+	return b
 }

@@ -2,6 +2,7 @@ package token
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -39,6 +40,8 @@ type InitRequest struct {
 	RolloutState string
 	// Info is tokeninfo to set besides the type's own.
 	Info map[string]string
+	// Limits are the enrollment limits a new token must stay within.
+	Limits Limits
 }
 
 // errUnknownType is privacyIDEA's ERR1610.
@@ -49,16 +52,60 @@ func errUnknownType(t string) error {
 // ErrVerifyFailed is the verify-enrollment failure.
 var ErrVerifyFailed = apierr.New(apierr.Parameter, "Verification of the new token failed.")
 
+// prepared is a token ready to be written by commit: everything that
+// needs no transaction (the type's enrollment, sealing, hashing) is done.
+type prepared struct {
+	t        *Token
+	existing *Token
+	typName  string
+	detail   map[string]any
+	limits   Limits
+}
+
 // Init enrolls a token (or re-initialises one of the same type) and returns
-// it with the init detail of the response.
-func (s *Service) Init(ctx context.Context, req InitRequest) (*Token, map[string]any, error) {
+// it with the init detail of the response. also runs in the transaction
+// that writes the token (an operation's audit entry).
+func (s *Service) Init(ctx context.Context, req InitRequest, also ...func(store.Tx) error) (*Token, map[string]any, error) {
+	pr, t, detail, err := s.prepare(ctx, req, also)
+	if err != nil || pr == nil {
+		return t, detail, err
+	}
+	err = s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		if err := s.commit(tx, pr, false); err != nil {
+			return err
+		}
+		return runHooks(tx, also)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return pr.t, pr.detail, nil
+}
+
+// runHooks runs the hooks of a write in its transaction.
+func runHooks(tx store.Tx, also []func(store.Tx) error) error {
+	for _, h := range also {
+		if h == nil {
+			continue
+		}
+		if err := h(tx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepare does the work of Init that needs no transaction. The second
+// step of a verify-enrollment is done at once (its token and detail are
+// returned with a nil prepared).
+func (s *Service) prepare(ctx context.Context, req InitRequest, also []func(store.Tx) error) (*prepared, *Token, map[string]any, error) {
 	typName := strings.ToLower(strings.TrimSpace(req.Type))
 	if typName == "" {
 		typName = "hotp"
 	}
 	typ, ok := s.cfg.Types.Get(typName)
 	if !ok {
-		return nil, nil, errUnknownType(req.Type)
+		return nil, nil, nil, errUnknownType(req.Type)
 	}
 	if req.Params == nil {
 		req.Params = Params{}
@@ -67,32 +114,33 @@ func (s *Service) Init(ctx context.Context, req InitRequest) (*Token, map[string
 	var existing *Token
 	if serial != "" {
 		if !ValidSerial(serial) {
-			return nil, nil, paramErr("Invalid serial number. It must only contain characters, digits, '-' and '_'")
+			return nil, nil, nil, paramErr("Invalid serial number. It must only contain characters, digits, '-' and '_'")
 		}
 		old, err := s.Get(ctx, serial)
 		if err != nil && !apierr.Is(err, apierr.ResourceNotFound) {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if old != nil {
 			if old.Type != typName {
-				return nil, nil, apierr.New(apierr.TokenAdmin, fmt.Sprintf("Token %s already exists with type %s. Can not initialize token with new type %s", serial, old.Type, typName))
+				return nil, nil, nil, errExists(serial, old.Type, typName)
 			}
 			if old.Locked {
-				return nil, nil, ErrLocked
+				return nil, nil, nil, ErrLocked
 			}
 			existing = old
 		}
 	} else {
 		var err error
 		if serial, err = s.newSerial(ctx, typ); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	now := s.cfg.Now()
 
 	// Second step of verify-enrollment.
 	if existing != nil && existing.RolloutState == StateVerify && req.Params.Has("verify") {
-		return s.verifyEnrollment(ctx, existing, req.Params.Str("verify"))
+		t, d, err := s.verifyEnrollment(ctx, existing, req.Params.Str("verify"), req.Info, also)
+		return nil, t, d, err
 	}
 
 	var t *Token
@@ -114,21 +162,21 @@ func (s *Service) Init(ctx context.Context, req InitRequest) (*Token, map[string
 	p := req.Params
 	if v, ok := p.Get("description"); ok {
 		if len(v) > maxDescriptionLen {
-			return nil, nil, paramErr("description is too long (at most %d characters)", maxDescriptionLen)
+			return nil, nil, nil, paramErr("description is too long (at most %d characters)", maxDescriptionLen)
 		}
 		t.Description = v
 	}
 	if v, ok := p.Get("otplen"); ok && v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 || n > 128 {
-			return nil, nil, paramErr("otplen must be a number from 1 to 128")
+			return nil, nil, nil, paramErr("otplen must be a number from 1 to 128")
 		}
 		t.OTPLen = n
 	}
 	if v, ok := p.Get("hashlib"); ok && v != "" {
 		h, err := otp.ParseHash(v)
 		if err != nil {
-			return nil, nil, paramErr("hashlib must be sha1, sha256 or sha512")
+			return nil, nil, nil, paramErr("hashlib must be sha1, sha256 or sha512")
 		}
 		t.Info[InfoHashlib] = string(h)
 	}
@@ -136,7 +184,7 @@ func (s *Service) Init(ctx context.Context, req InitRequest) (*Token, map[string
 		if v, ok := p.Get(k); ok && v != "" {
 			tm, err := ParseValidity(v)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			t.Info[k] = FormatValidity(tm)
 		}
@@ -145,7 +193,7 @@ func (s *Service) Init(ctx context.Context, req InitRequest) (*Token, map[string
 	for k, v := range p {
 		if strings.HasPrefix(k, prefix) && len(k) > len(prefix) {
 			if len(v) > maxInfoValueLen {
-				return nil, nil, paramErr("the value of %s is too long", k)
+				return nil, nil, nil, paramErr("the value of %s is too long", k)
 			}
 			t.Info[k] = v
 		}
@@ -157,7 +205,7 @@ func (s *Service) Init(ctx context.Context, req InitRequest) (*Token, map[string
 
 	e := &Enroll{Token: t, New: existing == nil, Params: p, Owner: req.Owner, OwnerInfo: req.OwnerInfo, Now: now, Rand: s.cfg.Rand, Service: s, Detail: map[string]any{}}
 	if err := typ.Enroll(ctx, e); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if t.RolloutState == "" || (existing != nil && t.RolloutState == existing.RolloutState && existing.RolloutState != StateClientWait) {
 		if t.RolloutState != StateClientWait {
@@ -172,7 +220,7 @@ func (s *Service) Init(ctx context.Context, req InitRequest) (*Token, map[string
 		e.Detail["verify"] = map[string]any{"message": "Please enter a valid OTP value of the new token."}
 	}
 	if len(t.Info) > maxInfoKeys {
-		return nil, nil, paramErr("too many tokeninfo entries")
+		return nil, nil, nil, paramErr("too many tokeninfo entries")
 	}
 
 	// Secrets are sealed before the transaction.
@@ -183,7 +231,7 @@ func (s *Service) Init(ctx context.Context, req InitRequest) (*Token, map[string
 	if e.Key != nil {
 		c, err := s.seal(serial, FieldKey, e.Key)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		sealed[FieldKey] = c
 		if existing != nil {
@@ -198,14 +246,14 @@ func (s *Service) Init(ctx context.Context, req InitRequest) (*Token, map[string
 		}
 		c, err := s.seal(serial, f, v)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		sealed[f] = c
 	}
 	t.Sealed = sealed
 	if pin, ok := p.Get("pin"); ok && !e.KeepPIN {
 		if err := s.setPIN(ctx, t, pin, req.EncryptPIN); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if req.Owner != nil && req.Owner.UID != "" {
@@ -220,47 +268,94 @@ func (s *Service) Init(ctx context.Context, req InitRequest) (*Token, map[string
 		t.Realms = normRealms(append(t.Realms, t.Owner.Realm))
 	}
 
-	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
-		old, err := load(tx, serial)
+	e.Detail["serial"] = serial
+	e.Detail["rollout_state"] = t.RolloutState
+	return &prepared{t: t, existing: existing, typName: typName, detail: e.Detail, limits: req.Limits}, nil, nil, nil
+}
+
+// errExists is the refusal of a serial that is taken by another type.
+func errExists(serial, have, want string) error {
+	return apierr.New(apierr.TokenAdmin, fmt.Sprintf("Token %s already exists with type %s. Can not initialize token with new type %s", serial, have, want))
+}
+
+// commit writes a prepared token in tx. fresh refuses any stored token
+// of the serial (an import never touches an existing token).
+func (s *Service) commit(tx store.Tx, pr *prepared, fresh bool) error {
+	t, serial := pr.t, pr.t.Serial
+	old, err := load(tx, serial)
+	if err != nil {
+		return err
+	}
+	nt := t.Clone()
+	switch {
+	case fresh && old != nil:
+		return errImportExists
+	case pr.existing == nil && old != nil:
+		return errExists(serial, old.Type, pr.typName)
+	case pr.existing != nil && old == nil:
+		return NotFound(serial)
+	case old != nil && old.Type != pr.typName:
+		return errExists(serial, old.Type, pr.typName)
+	case old == nil:
+		if err := checkLimits(tx, t, pr.limits); err != nil {
+			return err
+		}
+		id, err := tx.Bucket(bucketTokens).NextSequence()
 		if err != nil {
 			return err
 		}
-		nt := t.Clone()
-		switch {
-		case existing == nil && old != nil:
-			return apierr.New(apierr.TokenAdmin, fmt.Sprintf("Token %s already exists with type %s. Can not initialize token with new type %s", serial, old.Type, typName))
-		case existing != nil && old == nil:
-			return NotFound(serial)
-		case old != nil && old.Type != typName:
-			return apierr.New(apierr.TokenAdmin, fmt.Sprintf("Token %s already exists with type %s. Can not initialize token with new type %s", serial, old.Type, typName))
-		case old == nil:
-			id, err := tx.Bucket(bucketTokens).NextSequence()
+		nt.ID = id
+	default:
+		nt.ID = old.ID
+	}
+	t.ID = nt.ID
+	return save(tx, old, nt)
+}
+
+// errImportExists refuses an imported serial that is taken.
+var errImportExists = apierr.New(apierr.TokenImport, "a token with this serial already exists")
+
+// checkLimits applies the enrollment limits to a new token t.
+func checkLimits(tx store.Tx, t *Token, l Limits) error {
+	count := func(bucket string, prefix []byte) (int, error) {
+		n := 0
+		err := tx.Bucket(bucket).ForEach(prefix, func(_, _ []byte) error { n++; return nil })
+		return n, err
+	}
+	realm := l.Realm
+	if t.Assigned() {
+		realm = t.Owner.Realm
+		if l.PerUser != nil {
+			n, err := count(bucketOwner, ownerKey(t.Owner))
 			if err != nil {
 				return err
 			}
-			nt.ID = id
-		default:
-			nt.ID = old.ID
+			if n >= *l.PerUser {
+				return ErrMaxPerUser
+			}
 		}
-		t.ID = nt.ID
-		return save(tx, old, nt)
-	})
-	if err != nil {
-		return nil, nil, err
 	}
-	e.Detail["serial"] = serial
-	e.Detail["rollout_state"] = t.RolloutState
-	return t, e.Detail, nil
+	if realm == "" || l.PerRealm == nil {
+		return nil
+	}
+	n, err := count(bucketRealm, []byte(strings.ToLower(realm)+"\x00"))
+	if err != nil {
+		return err
+	}
+	if n >= *l.PerRealm {
+		return ErrMaxPerRealm
+	}
+	return nil
 }
 
-func (s *Service) verifyEnrollment(ctx context.Context, t *Token, value string) (*Token, map[string]any, error) {
+func (s *Service) verifyEnrollment(ctx context.Context, t *Token, value string, info map[string]string, also []func(store.Tx) error) (*Token, map[string]any, error) {
 	probe := t.Clone()
 	probe.RolloutState = StateEnrolled
 	m, err := s.Verify(ctx, probe, value, nil, nil)
 	if err != nil || !m.OK {
 		return nil, nil, ErrVerifyFailed
 	}
-	nt, err := s.Update(ctx, t.Serial, false, func(x *Token) error {
+	nt, err := s.update(ctx, t.Serial, false, func(x *Token) error {
 		if x.RolloutState != StateVerify {
 			return ErrVerifyFailed
 		}
@@ -268,8 +363,11 @@ func (s *Service) verifyEnrollment(ctx context.Context, t *Token, value string) 
 		if m.Apply != nil && !m.Apply(x) {
 			return ErrVerifyFailed
 		}
+		for k, v := range info {
+			x.SetInfo(k, v)
+		}
 		return nil
-	})
+	}, also)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -303,5 +401,71 @@ func normRealms(in []string) []string {
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// ImportBatch is an import prepared for one transaction: the tokens to
+// write (every type check, key and PIN done) and the records refused.
+type ImportBatch struct {
+	items  []*prepared
+	Failed []ImportFailure
+}
+
+// Serials are the serials the batch writes, in file order.
+func (b *ImportBatch) Serials() []string {
+	out := make([]string, len(b.items))
+	for i, it := range b.items {
+		out[i] = it.t.Serial
+	}
+	return out
+}
+
+// add prepares one token for the batch; count is its counter.
+func (b *ImportBatch) add(ctx context.Context, s *Service, req InitRequest, count uint64) error {
+	for _, it := range b.items {
+		if it.t.Serial == req.Serial {
+			return errImportExists
+		}
+	}
+	pr, _, _, err := s.prepare(ctx, req, nil)
+	if err != nil {
+		return err
+	}
+	if pr == nil || pr.existing != nil {
+		return errImportExists
+	}
+	pr.t.Count = count
+	b.items = append(b.items, pr)
+	return nil
+}
+
+// CommitImport writes every token of b in one store transaction with also
+// (the import's audit entry): an import is all or nothing, so the audit
+// entry names exactly what it committed. A serial taken since the batch
+// was prepared fails the whole import.
+func (s *Service) CommitImport(ctx context.Context, b *ImportBatch, also ...func(store.Tx) error) error {
+	return s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		for _, pr := range b.items {
+			if err := s.commit(tx, pr, true); err != nil {
+				if errors.Is(err, errImportExists) {
+					return apierr.New(apierr.TokenImport, "the token "+pr.t.Serial+" was created during the import")
+				}
+				return err
+			}
+		}
+		return runHooks(tx, also)
+	})
+}
+
+// importFailed reports every record of a batch whose transaction failed.
+func importFailed(b *ImportBatch, err error) []ImportFailure {
+	reason := "the token store failed"
+	if e, ok := errors.AsType[*apierr.Error](err); ok {
+		reason = e.Error()
+	}
+	out := b.Failed
+	for _, serial := range b.Serials() {
+		out = append(out, ImportFailure{serial, reason})
+	}
 	return out
 }

@@ -2,6 +2,7 @@ package token
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -22,8 +23,9 @@ func ErrAssigned(owner *user.User, forUser bool) error {
 
 // Assign gives a token to a user. The token joins the user's realm, its
 // fail counter is reset, and the PIN is set when pin is not nil. An owned
-// token is refused with ErrAssigned.
-func (s *Service) Assign(ctx context.Context, serial string, owner user.User, pin *string, encryptPIN, forUser bool) error {
+// token is refused with ErrAssigned. also runs in the transaction of the
+// change.
+func (s *Service) Assign(ctx context.Context, serial string, owner user.User, pin *string, encryptPIN, forUser bool, also ...func(store.Tx) error) error {
 	var t0 *Token
 	var err error
 	if t0, err = s.Get(ctx, serial); err != nil {
@@ -38,7 +40,7 @@ func (s *Service) Assign(ctx context.Context, serial string, owner user.User, pi
 		}
 		pinHash, pinSealed = probe.PIN, probe.PINSealed
 	}
-	_, err = s.Update(ctx, serial, false, func(t *Token) error {
+	_, err = s.update(ctx, serial, false, func(t *Token) error {
 		if t.Assigned() {
 			return ErrAssigned(t.Owner, forUser)
 		}
@@ -51,72 +53,283 @@ func (s *Service) Assign(ctx context.Context, serial string, owner user.User, pi
 			t.PIN, t.PINSealed = pinHash, pinSealed
 		}
 		return nil
-	})
+	}, also)
 	return err
 }
 
-// Unassign removes the owner, the PIN and the fail count of a token; the
-// token keeps its realms.
-func (s *Service) Unassign(ctx context.Context, serial string) error {
-	_, err := s.Update(ctx, serial, false, func(t *Token) error {
+// update is Update with hooks that run in its transaction after the
+// change.
+func (s *Service) update(ctx context.Context, serial string, allowLocked bool, fn func(t *Token) error, also []func(store.Tx) error) (*Token, error) {
+	var out *Token
+	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		t, err := editTx(tx, serial, allowLocked, fn)
+		if err != nil {
+			return err
+		}
+		out = t
+		return runHooks(tx, also)
+	})
+	return out, err
+}
+
+// editTx applies fn to the stored token in tx.
+func editTx(tx store.Tx, serial string, allowLocked bool, fn func(t *Token) error) (*Token, error) {
+	old, err := load(tx, serial)
+	if err != nil {
+		return nil, err
+	}
+	if old == nil {
+		return nil, NotFound(serial)
+	}
+	if old.Locked && !allowLocked {
+		return nil, ErrLocked
+	}
+	t := old.Clone()
+	if err := fn(t); err != nil {
+		return nil, err
+	}
+	return t, save(tx, old, t)
+}
+
+// Change is one kind of change to a stored token. Apply makes it on
+// several tokens in one transaction, EditHook inside another write's
+// transaction; the Service's single-token writes are made of the same
+// changes.
+type Change struct {
+	// err refuses the change before any token is read (an invalid
+	// value).
+	err         error
+	allowLocked bool
+	remove      bool
+	edit        func(t *Token) (changed bool, err error)
+}
+
+// ActiveChange enables or disables a token; it reports a change when the
+// state was another.
+func ActiveChange(active bool) Change {
+	return Change{edit: func(t *Token) (bool, error) {
+		changed := t.Active != active
+		t.Active = active
+		return changed, nil
+	}}
+}
+
+// ResetChange sets the fail counter to 0; it reports a change when it was
+// not 0.
+func ResetChange() Change {
+	return Change{edit: func(t *Token) (bool, error) {
+		changed := t.FailCount != 0
+		t.FailCount = 0
+		delete(t.Info, InfoFailcounterExceed)
+		return changed, nil
+	}}
+}
+
+// RevokeChange revokes a token: revoked, locked, disabled for good.
+func RevokeChange() Change {
+	return Change{edit: func(t *Token) (bool, error) {
+		t.Revoked, t.Locked, t.Active = true, true, false
+		return true, nil
+	}}
+}
+
+// UnassignChange removes the owner, the PIN and the fail count; the token
+// keeps its realms.
+func UnassignChange() Change {
+	return Change{edit: func(t *Token) (bool, error) {
 		t.Owner = nil
 		t.PIN, t.PINSealed = "", nil
 		t.FailCount = 0
 		delete(t.Info, InfoFailcounterExceed)
-		return nil
+		return true, nil
+	}}
+}
+
+// DeleteChange removes a token with its indexes and challenges (a revoked
+// one too).
+func DeleteChange() Change { return Change{allowLocked: true, remove: true} }
+
+// DescriptionChange sets the description.
+func DescriptionChange(desc string) Change {
+	ch := Change{edit: func(t *Token) (bool, error) {
+		t.Description = desc
+		return true, nil
+	}}
+	if len(desc) > maxDescriptionLen {
+		ch.err = paramErr("description is too long (at most %d characters)", maxDescriptionLen)
+	}
+	return ch
+}
+
+// FieldsChange applies /token/set fields.
+func FieldsChange(f Fields) Change {
+	return Change{edit: func(t *Token) (bool, error) { f.apply(t); return true, nil }}
+}
+
+// RealmsChange replaces the token realms (the owner's realm stays).
+func RealmsChange(realms []string) Change {
+	ch := Change{edit: func(t *Token) (bool, error) {
+		r := normRealms(realms)
+		if t.Owner != nil {
+			r = normRealms(append(r, t.Owner.Realm))
+		}
+		t.Realms = r
+		return true, nil
+	}}
+	if len(realms) > maxRealmsPerToken {
+		ch.err = paramErr("too many realms")
+	}
+	return ch
+}
+
+// InfoChange sets one tokeninfo value.
+func InfoChange(key, value string) Change {
+	ch := Change{edit: func(t *Token) (bool, error) {
+		if _, ok := t.Info[key]; !ok && len(t.Info) >= maxInfoKeys {
+			return false, paramErr("too many tokeninfo entries")
+		}
+		t.SetInfo(key, value)
+		return true, nil
+	}}
+	switch {
+	case key == "" || len(key) > 255 || strings.ContainsAny(key, "\x00\r\n"):
+		ch.err = paramErr("invalid tokeninfo key")
+	case protectedInfo[key] || strings.HasPrefix(key, "tan.tan"):
+		ch.err = paramErr("the tokeninfo key %s cannot be set", key)
+	case len(value) > maxInfoValueLen:
+		ch.err = paramErr("the tokeninfo value is too long")
+	}
+	return ch
+}
+
+// InfoDeleteChange removes one tokeninfo value.
+func InfoDeleteChange(key string) Change {
+	ch := Change{edit: func(t *Token) (bool, error) {
+		_, had := t.Info[key]
+		delete(t.Info, key)
+		return had, nil
+	}}
+	if protectedInfo[key] || strings.HasPrefix(key, "tan.tan") {
+		ch.err = paramErr("the tokeninfo key %s cannot be deleted", key)
+	}
+	return ch
+}
+
+// Outcome is what Apply did to one token.
+type Outcome struct {
+	Serial  string
+	Changed bool
+	// Err is why the token kept its state (not found, locked, refused).
+	Err error
+}
+
+// applyTx makes ch on serial in tx.
+func applyTx(tx store.Tx, serial string, ch Change) (bool, error) {
+	if ch.err != nil {
+		return false, ch.err
+	}
+	if ch.remove {
+		t, err := load(tx, serial)
+		if err != nil {
+			return false, err
+		}
+		if t == nil {
+			return false, NotFound(serial)
+		}
+		return true, remove(tx, t)
+	}
+	changed := false
+	_, err := editTx(tx, serial, ch.allowLocked, func(t *Token) error {
+		var err error
+		changed, err = ch.edit(t)
+		return err
 	})
+	return changed, err
+}
+
+// tokenError reports whether err is about one token (it keeps its state)
+// rather than about the store.
+func tokenError(err error) bool {
+	_, ok := errors.AsType[*apierr.Error](err)
+	return ok
+}
+
+// Apply makes ch on every token of serials in one store transaction,
+// together with also (an operation's audit entry). A token that refuses
+// the change (unknown, locked, invalid value) keeps its state and its
+// error is in its Outcome; a store error fails the whole transaction.
+func (s *Service) Apply(ctx context.Context, serials []string, ch Change, also ...func(store.Tx) error) ([]Outcome, error) {
+	var out []Outcome
+	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		out = make([]Outcome, 0, len(serials))
+		for _, serial := range serials {
+			changed, err := applyTx(tx, serial, ch)
+			if err != nil && !tokenError(err) {
+				return err
+			}
+			out = append(out, Outcome{Serial: serial, Changed: changed && err == nil, Err: err})
+		}
+		return runHooks(tx, also)
+	})
+	return out, err
+}
+
+// apply1 makes ch on one token with also in one transaction; a refusal
+// fails the transaction.
+func (s *Service) apply1(ctx context.Context, serial string, ch Change, also []func(store.Tx) error) (bool, error) {
+	changed := false
+	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		var err error
+		if changed, err = applyTx(tx, serial, ch); err != nil {
+			return err
+		}
+		return runHooks(tx, also)
+	})
+	return changed, err
+}
+
+// EditHook is ch on the token serial as a hook of another write: it runs
+// in that write's transaction (e.g. the due date of a PIN change written
+// with the PIN). A refusal fails the transaction.
+func (s *Service) EditHook(serial string, ch Change) func(store.Tx) error {
+	return func(tx store.Tx) error {
+		_, err := applyTx(tx, serial, ch)
+		return err
+	}
+}
+
+// Unassign removes the owner, the PIN and the fail count of a token; the
+// token keeps its realms.
+func (s *Service) Unassign(ctx context.Context, serial string, also ...func(store.Tx) error) error {
+	_, err := s.apply1(ctx, serial, UnassignChange(), also)
 	return err
 }
 
 // SetActive enables or disables a token; it reports whether the state
 // changed.
-func (s *Service) SetActive(ctx context.Context, serial string, active bool) (bool, error) {
-	changed := false
-	_, err := s.Update(ctx, serial, false, func(t *Token) error {
-		changed = t.Active != active
-		t.Active = active
-		return nil
-	})
-	return changed, err
+func (s *Service) SetActive(ctx context.Context, serial string, active bool, also ...func(store.Tx) error) (bool, error) {
+	return s.apply1(ctx, serial, ActiveChange(active), also)
 }
 
 // Delete removes a token with its indexes and challenges.
-func (s *Service) Delete(ctx context.Context, serial string) error {
-	return s.cfg.Store.Update(ctx, func(tx store.Tx) error {
-		t, err := load(tx, serial)
-		if err != nil {
-			return err
-		}
-		if t == nil {
-			return NotFound(serial)
-		}
-		return remove(tx, t)
-	})
+func (s *Service) Delete(ctx context.Context, serial string, also ...func(store.Tx) error) error {
+	_, err := s.apply1(ctx, serial, DeleteChange(), also)
+	return err
 }
 
 // Reset sets the fail counter to 0; it reports whether it was not 0.
-func (s *Service) Reset(ctx context.Context, serial string) (bool, error) {
-	changed := false
-	_, err := s.Update(ctx, serial, false, func(t *Token) error {
-		changed = t.FailCount != 0
-		t.FailCount = 0
-		delete(t.Info, InfoFailcounterExceed)
-		return nil
-	})
-	return changed, err
+func (s *Service) Reset(ctx context.Context, serial string, also ...func(store.Tx) error) (bool, error) {
+	return s.apply1(ctx, serial, ResetChange(), also)
 }
 
 // Revoke revokes a token: revoked, locked, disabled for good.
-func (s *Service) Revoke(ctx context.Context, serial string) error {
-	_, err := s.Update(ctx, serial, false, func(t *Token) error {
-		t.Revoked, t.Locked, t.Active = true, true, false
-		return nil
-	})
+func (s *Service) Revoke(ctx context.Context, serial string, also ...func(store.Tx) error) error {
+	_, err := s.apply1(ctx, serial, RevokeChange(), also)
 	return err
 }
 
 // SetPIN sets the token PIN (hashed; encrypted with encrypt).
-func (s *Service) SetPIN(ctx context.Context, serial, pin string, encrypt bool) error {
+func (s *Service) SetPIN(ctx context.Context, serial, pin string, encrypt bool, also ...func(store.Tx) error) error {
 	t0, err := s.Get(ctx, serial)
 	if err != nil {
 		return err
@@ -125,19 +338,19 @@ func (s *Service) SetPIN(ctx context.Context, serial, pin string, encrypt bool) 
 	if err := s.setPIN(ctx, probe, pin, encrypt); err != nil {
 		return err
 	}
-	_, err = s.Update(ctx, serial, false, func(t *Token) error {
+	_, err = s.update(ctx, serial, false, func(t *Token) error {
 		t.PIN, t.PINSealed = probe.PIN, probe.PINSealed
 		return nil
-	})
+	}, also)
 	return err
 }
 
 // SetDescription sets the description.
-func (s *Service) SetDescription(ctx context.Context, serial, desc string) error {
+func (s *Service) SetDescription(ctx context.Context, serial, desc string, also ...func(store.Tx) error) error {
 	if len(desc) > maxDescriptionLen {
 		return paramErr("description is too long (at most %d characters)", maxDescriptionLen)
 	}
-	_, err := s.Update(ctx, serial, false, func(t *Token) error { t.Description = desc; return nil })
+	_, err := s.apply1(ctx, serial, DescriptionChange(desc), also)
 	return err
 }
 
@@ -220,62 +433,57 @@ func ParseFields(p Params) (Fields, int, error) {
 	return f, n, nil
 }
 
+// apply sets the fields on t.
+func (f Fields) apply(t *Token) {
+	if f.Description != nil {
+		t.Description = *f.Description
+	}
+	if f.CountWindow != nil {
+		t.CountWindow = *f.CountWindow
+	}
+	if f.SyncWindow != nil {
+		t.SyncWindow = *f.SyncWindow
+	}
+	if f.MaxFail != nil {
+		t.MaxFail = *f.MaxFail
+	}
+	if f.HashLib != nil {
+		t.SetInfo(InfoHashlib, *f.HashLib)
+	}
+	setOrDelete := func(key string, v *string) {
+		if v == nil {
+			return
+		}
+		if *v == "" {
+			delete(t.Info, key)
+			return
+		}
+		t.SetInfo(key, *v)
+	}
+	if f.CountAuthMax != nil {
+		s := strconv.Itoa(*f.CountAuthMax)
+		setOrDelete(InfoCountAuthMax, &s)
+	}
+	if f.CountAuthSuccessMax != nil {
+		s := strconv.Itoa(*f.CountAuthSuccessMax)
+		setOrDelete(InfoCountAuthSuccMax, &s)
+	}
+	setOrDelete(InfoValidityStart, f.ValidityStart)
+	setOrDelete(InfoValidityEnd, f.ValidityEnd)
+}
+
 // SetFields applies /token/set fields.
-func (s *Service) SetFields(ctx context.Context, serial string, f Fields) error {
-	_, err := s.Update(ctx, serial, false, func(t *Token) error {
-		if f.Description != nil {
-			t.Description = *f.Description
-		}
-		if f.CountWindow != nil {
-			t.CountWindow = *f.CountWindow
-		}
-		if f.SyncWindow != nil {
-			t.SyncWindow = *f.SyncWindow
-		}
-		if f.MaxFail != nil {
-			t.MaxFail = *f.MaxFail
-		}
-		if f.HashLib != nil {
-			t.SetInfo(InfoHashlib, *f.HashLib)
-		}
-		setOrDelete := func(key string, v *string) {
-			if v == nil {
-				return
-			}
-			if *v == "" {
-				delete(t.Info, key)
-				return
-			}
-			t.SetInfo(key, *v)
-		}
-		if f.CountAuthMax != nil {
-			s := strconv.Itoa(*f.CountAuthMax)
-			setOrDelete(InfoCountAuthMax, &s)
-		}
-		if f.CountAuthSuccessMax != nil {
-			s := strconv.Itoa(*f.CountAuthSuccessMax)
-			setOrDelete(InfoCountAuthSuccMax, &s)
-		}
-		setOrDelete(InfoValidityStart, f.ValidityStart)
-		setOrDelete(InfoValidityEnd, f.ValidityEnd)
-		return nil
-	})
+func (s *Service) SetFields(ctx context.Context, serial string, f Fields, also ...func(store.Tx) error) error {
+	_, err := s.apply1(ctx, serial, FieldsChange(f), also)
 	return err
 }
 
 // SetRealms replaces the token realms (the owner's realm stays).
-func (s *Service) SetRealms(ctx context.Context, serial string, realms []string) error {
+func (s *Service) SetRealms(ctx context.Context, serial string, realms []string, also ...func(store.Tx) error) error {
 	if len(realms) > maxRealmsPerToken {
 		return paramErr("too many realms")
 	}
-	_, err := s.Update(ctx, serial, false, func(t *Token) error {
-		r := normRealms(realms)
-		if t.Owner != nil {
-			r = normRealms(append(r, t.Owner.Realm))
-		}
-		t.Realms = r
-		return nil
-	})
+	_, err := s.apply1(ctx, serial, RealmsChange(realms), also)
 	return err
 }
 
@@ -284,37 +492,19 @@ func (s *Service) SetRealms(ctx context.Context, serial string, realms []string)
 var protectedInfo = map[string]bool{InfoCountAuth: true, InfoCountAuthSuccess: true}
 
 // SetInfo sets one tokeninfo value.
-func (s *Service) SetInfo(ctx context.Context, serial, key, value string) error {
-	if key == "" || len(key) > 255 || strings.ContainsAny(key, "\x00\r\n") {
-		return paramErr("invalid tokeninfo key")
-	}
-	if protectedInfo[key] || strings.HasPrefix(key, "tan.tan") {
-		return paramErr("the tokeninfo key %s cannot be set", key)
-	}
-	if len(value) > maxInfoValueLen {
-		return paramErr("the tokeninfo value is too long")
-	}
-	_, err := s.Update(ctx, serial, false, func(t *Token) error {
-		if _, ok := t.Info[key]; !ok && len(t.Info) >= maxInfoKeys {
-			return paramErr("too many tokeninfo entries")
-		}
-		t.SetInfo(key, value)
-		return nil
-	})
+func (s *Service) SetInfo(ctx context.Context, serial, key, value string, also ...func(store.Tx) error) error {
+	_, err := s.apply1(ctx, serial, InfoChange(key, value), also)
 	return err
 }
 
 // DeleteInfo removes one tokeninfo value.
-func (s *Service) DeleteInfo(ctx context.Context, serial, key string) error {
-	if protectedInfo[key] || strings.HasPrefix(key, "tan.tan") {
-		return paramErr("the tokeninfo key %s cannot be deleted", key)
-	}
-	_, err := s.Update(ctx, serial, false, func(t *Token) error { delete(t.Info, key); return nil })
+func (s *Service) DeleteInfo(ctx context.Context, serial, key string, also ...func(store.Tx) error) error {
+	_, err := s.apply1(ctx, serial, InfoDeleteChange(key), also)
 	return err
 }
 
 // Resync resynchronises a token's counter with two consecutive values.
-func (s *Service) Resync(ctx context.Context, serial, otp1, otp2 string) (bool, error) {
+func (s *Service) Resync(ctx context.Context, serial, otp1, otp2 string, also ...func(store.Tx) error) (bool, error) {
 	t, err := s.Get(ctx, serial)
 	if err != nil {
 		return false, err
@@ -334,16 +524,14 @@ func (s *Service) Resync(ctx context.Context, serial, otp1, otp2 string) (bool, 
 	if err != nil || !ok {
 		return false, err
 	}
-	var stale bool
-	_, err = s.Update(ctx, serial, false, func(t *Token) error {
-		stale = !apply(t)
-		if stale {
+	_, err = s.update(ctx, serial, false, func(t *Token) error {
+		if !apply(t) {
 			return ErrReplay
 		}
 		t.FailCount = 0
 		delete(t.Info, InfoFailcounterExceed)
 		return nil
-	})
+	}, also)
 	if err == ErrReplay {
 		return false, nil
 	}
@@ -351,31 +539,41 @@ func (s *Service) Resync(ctx context.Context, serial, otp1, otp2 string) (bool, 
 }
 
 // CopyPIN copies the PIN of one token to another.
-func (s *Service) CopyPIN(ctx context.Context, from, to string) error {
+func (s *Service) CopyPIN(ctx context.Context, from, to string, also ...func(store.Tx) error) error {
 	src, err := s.Get(ctx, from)
 	if err != nil {
 		return err
 	}
+	ch, err := s.copyPINChange(src, to)
+	if err != nil {
+		return err
+	}
+	_, err = s.apply1(ctx, to, ch, also)
+	return err
+}
+
+// copyPINChange sets the PIN of src on the token to (an encrypted PIN is
+// sealed anew for its new record).
+func (s *Service) copyPINChange(src *Token, to string) (Change, error) {
 	pinSealed := []byte(nil)
 	if len(src.PINSealed) > 0 {
 		p, err := s.Secret(&Token{Serial: src.Serial, Sealed: map[string][]byte{"pin": src.PINSealed}}, "pin")
 		if err != nil {
-			return err
+			return Change{}, err
 		}
 		if pinSealed, err = s.seal(to, "pin", p); err != nil {
-			return err
+			return Change{}, err
 		}
 	}
-	_, err = s.Update(ctx, to, false, func(t *Token) error {
+	return Change{edit: func(t *Token) (bool, error) {
 		t.PIN, t.PINSealed = src.PIN, pinSealed
-		return nil
-	})
-	return err
+		return true, nil
+	}}, nil
 }
 
 // CopyUser copies the owner (and the owner's realm) of one token to
 // another.
-func (s *Service) CopyUser(ctx context.Context, from, to string) error {
+func (s *Service) CopyUser(ctx context.Context, from, to string, also ...func(store.Tx) error) error {
 	src, err := s.Get(ctx, from)
 	if err != nil {
 		return err
@@ -383,12 +581,12 @@ func (s *Service) CopyUser(ctx context.Context, from, to string) error {
 	if !src.Assigned() {
 		return apierr.New(apierr.TokenAdmin, "The source token has no user.").WithNumber(1016)
 	}
-	_, err = s.Update(ctx, to, false, func(t *Token) error {
+	_, err = s.update(ctx, to, false, func(t *Token) error {
 		o := *src.Owner
 		t.Owner = &o
 		t.Realms = normRealms(append(t.Realms, o.Realm))
 		return nil
-	})
+	}, also)
 	return err
 }
 
@@ -407,8 +605,9 @@ type LostResult struct {
 }
 
 // Lost creates a temporary pw token "lost<serial>" for the owner of a lost
-// token, copies the owner and the PIN, and disables the old token.
-func (s *Service) Lost(ctx context.Context, serial string, o LostOptions) (LostResult, error) {
+// token, copies the owner and the PIN, and disables the old token, all in
+// one transaction with also.
+func (s *Service) Lost(ctx context.Context, serial string, o LostOptions, also ...func(store.Tx) error) (LostResult, error) {
 	old, err := s.Get(ctx, serial)
 	if err != nil {
 		return LostResult{}, err
@@ -437,14 +636,13 @@ func (s *Service) Lost(ctx context.Context, serial string, o LostOptions) (LostR
 	if _, ok := s.cfg.Types.Get("pw"); !ok {
 		return LostResult{}, errUnknownType("pw")
 	}
+	pin, err := s.copyPINChange(old, newSerial)
+	if err != nil {
+		return LostResult{}, err
+	}
+	hooks := append([]func(store.Tx) error{s.EditHook(newSerial, pin), s.EditHook(serial, ActiveChange(false))}, also...)
 	if _, _, err := s.Init(ctx, InitRequest{Type: "pw", Serial: newSerial, Owner: old.Owner, Realms: old.Realms,
-		Params: Params{"otpkey": pw, InfoValidityEnd: end, "description": "temporary replacement for " + serial}}); err != nil {
-		return LostResult{}, err
-	}
-	if err := s.CopyPIN(ctx, serial, newSerial); err != nil {
-		return LostResult{}, err
-	}
-	if _, err := s.SetActive(ctx, serial, false); err != nil {
+		Params: Params{"otpkey": pw, InfoValidityEnd: end, "description": "temporary replacement for " + serial}}, hooks...); err != nil {
 		return LostResult{}, err
 	}
 	return LostResult{Serial: newSerial, Password: pw, EndDate: end}, nil
@@ -555,3 +753,49 @@ func RollForward(ctx context.Context, st store.Store, now time.Time, set Setting
 	})
 	return n, err
 }
+
+// CancelChallenges deletes the challenges of a transaction, with also in
+// the same transaction; it returns how many it deleted.
+func (s *Service) CancelChallenges(ctx context.Context, txid string, also ...func(store.Tx) error) (int, error) {
+	n := 0
+	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		var err error
+		if n, err = deleteChallengesTx(tx, []byte(txid+"\x00"), func(_, _ []byte) bool { return true }); err != nil {
+			return err
+		}
+		return runHooks(tx, also)
+	})
+	return n, err
+}
+
+// NewSerial generates a free serial for a token of type typ, so that an
+// operation can name the token in its audit entry before enrolling it.
+func (s *Service) NewSerial(ctx context.Context, typ string) (string, error) {
+	t, ok := s.cfg.Types.Get(strings.ToLower(strings.TrimSpace(typ)))
+	if !ok {
+		return "", errUnknownType(typ)
+	}
+	return s.newSerial(ctx, t)
+}
+
+// ApplyOne makes ch on one token in one transaction with also; a refusal
+// fails the transaction. It reports whether the token changed.
+func (s *Service) ApplyOne(ctx context.Context, serial string, ch Change, also ...func(store.Tx) error) (bool, error) {
+	return s.apply1(ctx, serial, ch, also)
+}
+
+// Len is the number of fields f sets.
+func (f Fields) Len() int {
+	n := 0
+	for _, set := range []bool{f.Description != nil, f.CountWindow != nil, f.SyncWindow != nil, f.HashLib != nil,
+		f.MaxFail != nil, f.CountAuthMax != nil, f.CountAuthSuccessMax != nil, f.ValidityStart != nil, f.ValidityEnd != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// Refused is a change that every token refuses with err (a value found
+// invalid before any token was read).
+func Refused(err error) Change { return Change{err: err} }

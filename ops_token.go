@@ -1,0 +1,910 @@
+package authsrv
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/audit"
+	"github.com/authsrv/authsrv/caller"
+	"github.com/authsrv/authsrv/policy"
+	"github.com/authsrv/authsrv/store"
+	"github.com/authsrv/authsrv/token"
+	"github.com/authsrv/authsrv/user"
+	"github.com/authsrv/authsrv/validate"
+)
+
+// errAdminOnly refuses an administrators' token operation to a user, as
+// the HTTP API refuses the route.
+var errAdminOnly = apierr.New(apierr.AuthMissingRight, "Authentication failure. You do not have the necessary role (['admin']) to access this resource!")
+
+// TokenSelect names the tokens a token operation is about.
+type TokenSelect struct {
+	// Serials are the tokens asked for.
+	Serials []string
+	// List marks a request for a list (privacyIDEA's "serials", or several
+	// serials): the answer is per token (TokenBatch) and a token that is
+	// refused or fails does not fail the others.
+	List bool
+	// Owner, when no serial is given, selects all tokens of this user
+	// (administrators; users always act on their own tokens). Operations
+	// on one token only ignore it.
+	Owner Target
+}
+
+// TokenBatch is the answer of an operation on one or several tokens.
+type TokenBatch struct {
+	// Count is the value privacyIDEA answers for one token (or the sum
+	// over the tokens): the tokens changed, or the fields set.
+	Count int
+	// List is set for a list request, whose answer is the three fields
+	// below (count_success, failed, unauthorized).
+	List         bool
+	Success      int
+	Failed       []string
+	Unauthorized []string
+}
+
+// callerScope is the policy scope of who's rights.
+func callerScope(who caller.Caller) string {
+	if who.Role == caller.User {
+		return policy.ScopeUser
+	}
+	return policy.ScopeAdmin
+}
+
+// tokenQuery is who's policy query for action in scope about a token
+// owner (or, without one, a realm).
+func (o *Ops) tokenQuery(ctx context.Context, who caller.Caller, scope, action string, owner *user.User, realm *string) policy.Query {
+	t := Target{}
+	if owner != nil {
+		t = Target{User: owner.Login, Realm: owner.Realm, Resolver: owner.Resolver}
+	} else if realm != nil {
+		t.Realm = *realm
+	}
+	q := policy.Query{Scope: scope, Action: action, Client: who.Client, UserAgent: who.UserAgent}
+	q.Data = func() policy.ConditionData { return o.conditionData(ctx, who, t) }
+	if who.Role == caller.User {
+		q.User, q.Realm = policy.Str(who.Name), policy.Str(who.Realm)
+		if owner != nil {
+			q.Resolver = policy.Str(owner.Resolver)
+		}
+	} else if scope == policy.ScopeAdmin && !who.Trusted() {
+		q.AdminUser, q.AdminRealm = policy.Str(who.Name), policy.Str(who.Realm)
+	}
+	if who.Role != caller.User || scope != policy.ScopeUser {
+		if owner != nil && owner.UID != "" {
+			q.User, q.Realm, q.Resolver = policy.Str(owner.Login), policy.Str(owner.Realm), policy.Str(owner.Resolver)
+		} else if realm != nil {
+			q.Realm = realm
+		}
+	}
+	return q
+}
+
+// allowedOn reports whether who may do action on a token (nil: a token not
+// yet known, with an optional owner or realm as the target). An
+// administrator's right on an unassigned token holds when it holds for one
+// of the token's realms.
+func (o *Ops) allowedOn(ctx context.Context, who caller.Caller, r *opRun, action string, t *token.Token, owner *user.User, realm *string) (bool, error) {
+	if who.Trusted() {
+		return true, nil
+	}
+	if who.Role != caller.Admin && who.Role != caller.User {
+		return false, nil
+	}
+	if t != nil {
+		owner = t.Owner
+	}
+	scope := callerScope(who)
+	try := func(q policy.Query) (bool, error) {
+		ok, names, err := o.s.policies.Allowed(ctx, q)
+		if ok {
+			r.note(names...)
+		}
+		return ok, err
+	}
+	if who.Role == caller.Admin && t != nil && !t.Assigned() && len(t.Realms) > 0 {
+		for _, rl := range t.Realms {
+			if ok, err := try(o.tokenQuery(ctx, who, scope, action, nil, policy.Str(rl))); ok || err != nil {
+				return ok, err
+			}
+		}
+		return false, nil
+	}
+	return try(o.tokenQuery(ctx, who, scope, action, owner, realm))
+}
+
+// mustAllow is allowedOn with the refusal as an error.
+func (o *Ops) mustAllow(ctx context.Context, who caller.Caller, r *opRun, action string, t *token.Token) error {
+	ok, err := o.allowedOn(ctx, who, r, action, t, nil, nil)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return Denied(who, action)
+	}
+	return nil
+}
+
+// reader reads the policies about a token owner (or realm) for who.
+func (o *Ops) reader(ctx context.Context, who caller.Caller, owner *user.User, realm *string) token.QueryReader {
+	return token.QueryReader{Policies: o.s.policies, Query: o.tokenQuery(ctx, who, "", "", owner, realm)}
+}
+
+// policyString is the value a matching policy gives action in scope about
+// a token owner ("" when none).
+func (o *Ops) policyString(ctx context.Context, who caller.Caller, r *opRun, scope, action string, owner *user.User) (string, error) {
+	v, names, err := o.reader(ctx, who, owner, nil).Value(ctx, scope, action)
+	if v != "" {
+		r.note(names...)
+	}
+	return v, err
+}
+
+// checkPIN applies otp_pin_minlength/maxlength/contents (and their
+// <type>_ variants) of who's scope to a new PIN.
+func (o *Ops) checkPIN(ctx context.Context, who caller.Caller, r *opRun, typ, pin string, owner *user.User) error {
+	if who.Trusted() {
+		return nil
+	}
+	scope := callerScope(who)
+	return policy.CheckPINRules(typ, pin, func(action string) (string, error) {
+		return o.policyString(ctx, who, r, scope, action, owner)
+	})
+}
+
+// pinChangeDue is the tokeninfo next_pin_change that a PIN set by who
+// gets, as privacyIDEA's save_pin_change: an administrator under ENROLL
+// change_pin_on_first_use makes the change due at once; a user who sets
+// a PIN under ENROLL change_pin_every makes it due after that time. ""
+// when none is due.
+func (o *Ops) pinChangeDue(ctx context.Context, who caller.Caller, r *opRun, owner *user.User, pinGiven bool) (string, error) {
+	now := o.s.cfg.now()
+	pr := o.reader(ctx, who, owner, nil)
+	switch who.Role {
+	case caller.Admin:
+		on, names, err := pr.Flag(ctx, policy.ScopeEnrollment, "change_pin_on_first_use")
+		if err != nil || !on {
+			return "", err
+		}
+		r.note(names...)
+		return token.FormatValidity(now), nil
+	case caller.User:
+		if !pinGiven {
+			return "", nil
+		}
+		v, names, err := pr.Value(ctx, policy.ScopeEnrollment, "change_pin_every")
+		if err != nil || v == "" {
+			return "", err
+		}
+		r.note(names...)
+		d, ok := token.ParsePINChangeEvery(v)
+		if !ok {
+			return "", apierr.New(apierr.Policy, "The value "+v+" of the policy action change_pin_every is not valid.")
+		}
+		return token.FormatValidity(now.Add(d)), nil
+	}
+	return "", nil
+}
+
+// self is a user-role caller as a resolved user.
+func (o *Ops) self(ctx context.Context, who caller.Caller) (*user.User, error) {
+	u, _, err := o.ResolveTarget(ctx, who, Target{})
+	if err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+func sameOwner(a, b *user.User) bool {
+	return a != nil && b != nil && strings.EqualFold(a.Realm, b.Realm) && a.Resolver == b.Resolver && a.UID == b.UID
+}
+
+// targetTokens finds the tokens of sel: its serials, else (with
+// allowOwner) all tokens of its owner (the caller itself for the user
+// role). multi reports a list request. Users only ever see their own
+// tokens: others count as not found.
+func (o *Ops) targetTokens(ctx context.Context, who caller.Caller, sel TokenSelect, allowOwner bool) (toks []*token.Token, multi bool, err error) {
+	var serials []string
+	for _, s := range sel.Serials {
+		if s = strings.TrimSpace(s); s != "" {
+			serials = append(serials, s)
+		}
+	}
+	multi = sel.List || len(serials) > 1
+	var self *user.User
+	if who.Role == caller.User {
+		if self, err = o.self(ctx, who); err != nil {
+			return nil, false, err
+		}
+	}
+	if len(serials) > 0 {
+		var missing []string
+		for _, s := range serials {
+			t, err := o.s.tokens.Get(ctx, s)
+			if apierr.Is(err, apierr.ResourceNotFound) || (err == nil && self != nil && !sameOwner(t.Owner, self)) {
+				missing = append(missing, s)
+				continue
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			toks = append(toks, t)
+		}
+		if len(missing) > 0 && (!multi || len(toks) == 0) {
+			return nil, false, token.NotFound(missing...)
+		}
+		return toks, multi, nil
+	}
+	if !allowOwner {
+		return nil, false, apierr.MissingParameter("serial")
+	}
+	if self == nil {
+		if sel.Owner.User == "" {
+			return nil, false, validate.ErrNoTarget
+		}
+		u, _, err := o.ResolveTarget(ctx, who, sel.Owner)
+		if err != nil {
+			return nil, false, err
+		}
+		self = &u
+	}
+	toks, err = o.s.tokens.ByOwner(ctx, *self)
+	return toks, true, err
+}
+
+// tokenOp describes one operation on selected tokens for eachToken.
+type tokenOp struct {
+	event, path, right string
+	// allowOwner: without serials, all tokens of the owner.
+	allowOwner bool
+	// adminOnly refuses users.
+	adminOnly bool
+	// pre checks the request before any token is read.
+	pre func() error
+}
+
+// eachToken runs one operation over the selected tokens: the right is
+// checked per token, then fn does the work of one token and hands audit
+// to its write when it is the last write of the operation. One token: a
+// refusal or error fails the operation. Several: refused and failing
+// serials are reported.
+func (o *Ops) eachToken(ctx context.Context, who caller.Caller, op tokenOp, sel TokenSelect,
+	fn func(ctx context.Context, r *opRun, t *token.Token, audit []func(store.Tx) error) (int, error)) (TokenBatch, error) {
+	var res TokenBatch
+	target := Target{}
+	if len(sel.Serials) == 0 {
+		target = sel.Owner
+	}
+	err := o.run(ctx, who, opSpec{event: op.event, action: "POST /token/" + op.path, target: target}, func(ctx context.Context, r *opRun) error {
+		r.Entry.Serial = audit.Text(strings.Join(sel.Serials, ","), 256)
+		if op.adminOnly && !who.IsAdmin() {
+			return errAdminOnly
+		}
+		if op.pre != nil {
+			if err := op.pre(); err != nil {
+				return err
+			}
+		}
+		toks, multi, err := o.targetTokens(ctx, who, sel, op.allowOwner)
+		if err != nil {
+			return err
+		}
+		noteTokens(r, toks)
+		res.List = multi
+		var allowed []*token.Token
+		for _, t := range toks {
+			ok, err := o.allowedOn(ctx, who, r, op.right, t, nil, nil)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				if !multi {
+					return Denied(who, op.right)
+				}
+				res.Unauthorized = append(res.Unauthorized, t.Serial)
+				continue
+			}
+			allowed = append(allowed, t)
+		}
+		for i, t := range allowed {
+			var hooks []func(store.Tx) error
+			if i == len(allowed)-1 {
+				hooks = []func(store.Tx) error{r.Audit}
+			}
+			n, err := fn(ctx, r, t, hooks)
+			if err != nil {
+				if !multi {
+					return err
+				}
+				res.Failed = append(res.Failed, t.Serial)
+				continue
+			}
+			res.Success++
+			res.Count += n
+		}
+		return nil
+	})
+	return res, err
+}
+
+// noteTokens names the tokens of an operation in its audit entry.
+func noteTokens(r *opRun, toks []*token.Token) {
+	switch len(toks) {
+	case 0:
+	case 1:
+		r.Entry.Serial, r.Entry.TokenType = toks[0].Serial, toks[0].Type
+	default:
+		serials := make([]string, len(toks))
+		for i, t := range toks {
+			serials[i] = t.Serial
+		}
+		r.Entry.Serial = audit.Text(strings.Join(serials, ","), 256)
+	}
+}
+
+// changeTokens is an operation that makes one token.Change on every
+// selected token, all in one transaction with the audit entry; count
+// turns a token's outcome into its share of the answer.
+func (o *Ops) changeTokens(ctx context.Context, who caller.Caller, op tokenOp, sel TokenSelect, ch token.Change, count func(changed bool) int) (TokenBatch, error) {
+	var res TokenBatch
+	target := Target{}
+	if len(sel.Serials) == 0 {
+		target = sel.Owner
+	}
+	err := o.run(ctx, who, opSpec{event: op.event, action: "POST /token/" + op.path, target: target}, func(ctx context.Context, r *opRun) error {
+		r.Entry.Serial = audit.Text(strings.Join(sel.Serials, ","), 256)
+		if op.adminOnly && !who.IsAdmin() {
+			return errAdminOnly
+		}
+		if op.pre != nil {
+			if err := op.pre(); err != nil {
+				return err
+			}
+		}
+		toks, multi, err := o.targetTokens(ctx, who, sel, op.allowOwner)
+		if err != nil {
+			return err
+		}
+		noteTokens(r, toks)
+		res.List = multi
+		var serials []string
+		for _, t := range toks {
+			ok, err := o.allowedOn(ctx, who, r, op.right, t, nil, nil)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				if !multi {
+					return Denied(who, op.right)
+				}
+				res.Unauthorized = append(res.Unauthorized, t.Serial)
+				continue
+			}
+			serials = append(serials, t.Serial)
+		}
+		if !multi {
+			if len(serials) == 0 {
+				return nil
+			}
+			changed, err := o.s.tokens.ApplyOne(ctx, serials[0], ch, r.Audit)
+			if err != nil {
+				return err
+			}
+			res.Success, res.Count = 1, count(changed)
+			return nil
+		}
+		outs, err := o.s.tokens.Apply(ctx, serials, ch, r.Audit)
+		if err != nil {
+			return err
+		}
+		for _, out := range outs {
+			if out.Err != nil {
+				res.Failed = append(res.Failed, out.Serial)
+				continue
+			}
+			res.Success++
+			res.Count += count(out.Changed)
+		}
+		return nil
+	})
+	return res, err
+}
+
+func ifChanged(changed bool) int {
+	if changed {
+		return 1
+	}
+	return 0
+}
+
+func one(bool) int { return 1 }
+
+// EnableTokens enables the selected tokens (right "enable"); Count is the
+// number of tokens whose state changed.
+func (o *Ops) EnableTokens(ctx context.Context, who caller.Caller, sel TokenSelect) (TokenBatch, error) {
+	return o.changeTokens(ctx, who, tokenOp{event: "token_enable", path: "enable", right: "enable", allowOwner: true}, sel, token.ActiveChange(true), ifChanged)
+}
+
+// DisableTokens disables the selected tokens (right "disable").
+func (o *Ops) DisableTokens(ctx context.Context, who caller.Caller, sel TokenSelect) (TokenBatch, error) {
+	return o.changeTokens(ctx, who, tokenOp{event: "token_disable", path: "disable", right: "disable", allowOwner: true}, sel, token.ActiveChange(false), ifChanged)
+}
+
+// ResetTokens sets the fail counters of the selected tokens to 0 (right
+// "reset").
+func (o *Ops) ResetTokens(ctx context.Context, who caller.Caller, sel TokenSelect) (TokenBatch, error) {
+	return o.changeTokens(ctx, who, tokenOp{event: "token_reset", path: "reset", right: "reset", allowOwner: true}, sel, token.ResetChange(), one)
+}
+
+// RevokeTokens revokes the selected tokens for good (right "revoke").
+func (o *Ops) RevokeTokens(ctx context.Context, who caller.Caller, sel TokenSelect) (TokenBatch, error) {
+	return o.changeTokens(ctx, who, tokenOp{event: "token_revoke", path: "revoke", right: "revoke", allowOwner: true}, sel, token.RevokeChange(), one)
+}
+
+// UnassignTokens takes the selected tokens from their owners (right
+// "unassign").
+func (o *Ops) UnassignTokens(ctx context.Context, who caller.Caller, sel TokenSelect) (TokenBatch, error) {
+	return o.changeTokens(ctx, who, tokenOp{event: "token_unassign", path: "unassign", right: "unassign", allowOwner: true}, sel, token.UnassignChange(), one)
+}
+
+// DeleteTokens deletes the selected tokens (right "delete").
+func (o *Ops) DeleteTokens(ctx context.Context, who caller.Caller, sel TokenSelect) (TokenBatch, error) {
+	return o.changeTokens(ctx, who, tokenOp{event: "token_delete", path: "delete", right: "delete", allowOwner: true}, sel, token.DeleteChange(), one)
+}
+
+// SetTokenFields applies /token/set fields to the selected tokens
+// (administrators, right "set"); Count is the number of fields set, per
+// token.
+func (o *Ops) SetTokenFields(ctx context.Context, who caller.Caller, sel TokenSelect, f token.Fields) (TokenBatch, error) {
+	n := f.Len()
+	return o.changeTokens(ctx, who, tokenOp{event: "token_set", path: "set", right: "set", allowOwner: true, adminOnly: true}, sel,
+		token.FieldsChange(f), func(bool) int { return n })
+}
+
+// SetTokenDescription sets the description of the selected token (right
+// "setdescription").
+func (o *Ops) SetTokenDescription(ctx context.Context, who caller.Caller, sel TokenSelect, desc string) error {
+	_, err := o.changeTokens(ctx, who, tokenOp{event: "token_description", path: "description", right: "setdescription"}, sel, token.DescriptionChange(desc), one)
+	return err
+}
+
+// SetTokenRealms replaces the realms of the selected token
+// (administrators, right "tokenrealms"); every realm must exist.
+func (o *Ops) SetTokenRealms(ctx context.Context, who caller.Caller, sel TokenSelect, realms []string) error {
+	pre := func() error {
+		for _, r := range realms {
+			if !o.s.realms.Exists(ctx, r) {
+				return errNoRealm(r)
+			}
+		}
+		return nil
+	}
+	_, err := o.changeTokens(ctx, who, tokenOp{event: "token_realm", path: "realm", right: "tokenrealms", adminOnly: true, pre: pre}, sel, token.RealmsChange(realms), one)
+	return err
+}
+
+func errNoRealm(r string) error {
+	return apierr.New(apierr.Parameter, "The realm "+r+" does not exist.")
+}
+
+// SetTokenInfo sets one tokeninfo value of the selected token
+// (administrators, right "settokeninfo").
+func (o *Ops) SetTokenInfo(ctx context.Context, who caller.Caller, sel TokenSelect, key, value string) error {
+	_, err := o.changeTokens(ctx, who, tokenOp{event: "set_tokeninfo", path: "info", right: "settokeninfo", adminOnly: true}, sel, token.InfoChange(key, value), one)
+	return err
+}
+
+// DeleteTokenInfo removes one tokeninfo value of the selected token
+// (administrators, right "settokeninfo").
+func (o *Ops) DeleteTokenInfo(ctx context.Context, who caller.Caller, sel TokenSelect, key string) error {
+	_, err := o.changeTokens(ctx, who, tokenOp{event: "delete_tokeninfo", path: "info", right: "settokeninfo", adminOnly: true}, sel, token.InfoDeleteChange(key), one)
+	return err
+}
+
+// ResyncToken resynchronises the selected token's counter with two
+// consecutive OTP values (right "resync"); it reports whether they
+// matched.
+func (o *Ops) ResyncToken(ctx context.Context, who caller.Caller, sel TokenSelect, otp1, otp2 string) (bool, error) {
+	ok := false
+	_, err := o.eachToken(ctx, who, tokenOp{event: "token_resync", path: "resync", right: "resync"}, sel,
+		func(ctx context.Context, r *opRun, t *token.Token, hooks []func(store.Tx) error) (int, error) {
+			m, err := o.s.tokens.Resync(ctx, t.Serial, otp1, otp2, hooks...)
+			ok = ok || m
+			return 1, err
+		})
+	return ok, err
+}
+
+// TokenPINs are the PINs /token/setpin sets; nil leaves one alone.
+type TokenPINs struct {
+	// OTPPIN is the token PIN.
+	OTPPIN *string
+	// UserPIN and SOPIN belong to smartcard tokens: none of our types has
+	// them, so they count without effect.
+	UserPIN, SOPIN *string
+	// Encrypt stores the PIN encrypted instead of hashed.
+	Encrypt bool
+}
+
+// SetTokenPIN sets the PINs of the selected token (right "setpin"),
+// checked against the PIN policies; it returns the number of PINs set.
+func (o *Ops) SetTokenPIN(ctx context.Context, who caller.Caller, sel TokenSelect, pins TokenPINs) (int, error) {
+	res, err := o.eachToken(ctx, who, tokenOp{event: "token_setpin", path: "setpin", right: "setpin"}, sel,
+		func(ctx context.Context, r *opRun, t *token.Token, hooks []func(store.Tx) error) (int, error) {
+			set := 0
+			if pins.UserPIN != nil {
+				set++
+			}
+			if pins.SOPIN != nil {
+				set++
+			}
+			if pins.OTPPIN == nil {
+				// Nothing to write: run writes the entry after.
+				return set, nil
+			}
+			pin := *pins.OTPPIN
+			if err := o.checkPIN(ctx, who, r, t.Type, pin, t.Owner); err != nil {
+				return 0, err
+			}
+			due, err := o.pinChangeDue(ctx, who, r, t.Owner, pin != "")
+			if err != nil {
+				return 0, err
+			}
+			if due != "" {
+				hooks = append([]func(store.Tx) error{o.s.tokens.EditHook(t.Serial, token.InfoChange(token.InfoNextPinChange, due))}, hooks...)
+			}
+			if err := o.s.tokens.SetPIN(ctx, t.Serial, pin, pins.Encrypt, hooks...); err != nil {
+				return 0, err
+			}
+			return set + 1, nil
+		})
+	return res.Count, err
+}
+
+// SetRandomTokenPIN gives the selected token a random PIN of the length
+// otp_pin_set_random asks for (default 12; right "setrandompin"). It
+// returns the number of tokens and the PIN, which the caller hands to the
+// user once.
+func (o *Ops) SetRandomTokenPIN(ctx context.Context, who caller.Caller, sel TokenSelect) (int, string, error) {
+	var pin string
+	res, err := o.eachToken(ctx, who, tokenOp{event: "token_setrandompin", path: "setrandompin", right: "setrandompin"}, sel,
+		func(ctx context.Context, r *opRun, t *token.Token, hooks []func(store.Tx) error) (int, error) {
+			length := 12
+			v, err := o.policyString(ctx, who, r, callerScope(who), "otp_pin_set_random", t.Owner)
+			if err != nil {
+				return 0, err
+			}
+			if x, err := strconv.Atoi(v); err == nil && x > 0 && x <= 128 {
+				length = x
+			}
+			if pin, err = o.s.tokens.RandomString(length, "cn"); err != nil {
+				return 0, err
+			}
+			return 1, o.s.tokens.SetPIN(ctx, t.Serial, pin, false, hooks...)
+		})
+	return res.Count, pin, err
+}
+
+// LostToken replaces the selected lost token by a temporary password
+// token "lost<serial>" for its owner (right "losttoken"; ENROLL
+// losttoken_PW_length, losttoken_PW_contents, losttoken_valid).
+func (o *Ops) LostToken(ctx context.Context, who caller.Caller, sel TokenSelect) (token.LostResult, error) {
+	var res token.LostResult
+	_, err := o.eachToken(ctx, who, tokenOp{event: "token_lost", path: "lost", right: "losttoken"}, sel,
+		func(ctx context.Context, r *opRun, t *token.Token, hooks []func(store.Tx) error) (int, error) {
+			var lo token.LostOptions
+			val := func(action string) (string, error) {
+				return o.policyString(ctx, who, r, policy.ScopeEnrollment, action, t.Owner)
+			}
+			if v, err := val("losttoken_PW_length"); err != nil {
+				return 0, err
+			} else if n, err := strconv.Atoi(v); err == nil && n > 0 && n <= 128 {
+				lo.PWLength = n
+			}
+			v, err := val("losttoken_PW_contents")
+			if err != nil {
+				return 0, err
+			}
+			lo.PWContents = v
+			if v, err := val("losttoken_valid"); err != nil {
+				return 0, err
+			} else if n, err := strconv.Atoi(v); err == nil && n > 0 && n <= 3650 {
+				lo.Valid = time.Duration(n) * 24 * time.Hour
+			}
+			res, err = o.s.tokens.Lost(ctx, t.Serial, lo, hooks...)
+			return 1, err
+		})
+	return res, err
+}
+
+// TokenAssign is a token for a user.
+type TokenAssign struct {
+	Serial string
+	// User is the new owner (administrators; a user assigns to itself).
+	User Target
+	// PIN, when not nil, becomes the token PIN.
+	PIN        *string
+	EncryptPIN bool
+}
+
+// AssignToken gives a token to a user (right "assign", checked against
+// the new owner).
+func (o *Ops) AssignToken(ctx context.Context, who caller.Caller, req TokenAssign) error {
+	target := req.User
+	return o.run(ctx, who, opSpec{event: "token_assign", action: "POST /token/assign", target: target}, func(ctx context.Context, r *opRun) error {
+		if req.Serial == "" {
+			return apierr.MissingParameter("serial")
+		}
+		var owner *user.User
+		var err error
+		if who.Role == caller.User {
+			owner, err = o.self(ctx, who)
+		} else {
+			if req.User.User == "" {
+				return apierr.MissingParameter("user")
+			}
+			var u user.User
+			u, _, err = o.ResolveTarget(ctx, who, req.User)
+			owner = &u
+		}
+		if err != nil {
+			return err
+		}
+		r.Entry.User, r.Entry.Realm, r.Entry.Resolver = owner.Login, owner.Realm, owner.Resolver
+		t, err := o.s.tokens.Get(ctx, req.Serial)
+		if err != nil {
+			return err
+		}
+		r.Entry.Serial, r.Entry.TokenType = t.Serial, t.Type
+		ok, err := o.allowedOn(ctx, who, r, "assign", nil, owner, nil)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return Denied(who, "assign")
+		}
+		if t.Assigned() {
+			return token.ErrAssigned(t.Owner, who.Role == caller.User)
+		}
+		if req.PIN != nil {
+			if err := o.checkPIN(ctx, who, r, t.Type, *req.PIN, owner); err != nil {
+				return err
+			}
+		}
+		return o.s.tokens.Assign(ctx, req.Serial, *owner, req.PIN, req.EncryptPIN, who.Role == caller.User, r.Audit)
+	})
+}
+
+// TokenCopy names the source and the target token of copypin and
+// copyuser.
+type TokenCopy struct{ From, To string }
+
+// CopyTokenPIN copies the PIN of one token to another (administrators,
+// right "copytokenpin" on both).
+func (o *Ops) CopyTokenPIN(ctx context.Context, who caller.Caller, req TokenCopy) error {
+	return o.copyToken(ctx, who, "token_copypin", "copypin", "copytokenpin", req, o.s.tokens.CopyPIN)
+}
+
+// CopyTokenUser copies the owner of one token to another (administrators,
+// right "copytokenuser" on both).
+func (o *Ops) CopyTokenUser(ctx context.Context, who caller.Caller, req TokenCopy) error {
+	return o.copyToken(ctx, who, "token_copyuser", "copyuser", "copytokenuser", req, o.s.tokens.CopyUser)
+}
+
+func (o *Ops) copyToken(ctx context.Context, who caller.Caller, event, path, right string, req TokenCopy,
+	fn func(ctx context.Context, from, to string, also ...func(store.Tx) error) error) error {
+	return o.run(ctx, who, opSpec{event: event, action: "POST /token/" + path}, func(ctx context.Context, r *opRun) error {
+		if !who.IsAdmin() {
+			return errAdminOnly
+		}
+		if req.From == "" {
+			return apierr.MissingParameter("from")
+		}
+		if req.To == "" {
+			return apierr.MissingParameter("to")
+		}
+		r.Entry.Serial = audit.Text(req.From+","+req.To, 256)
+		for _, s := range []string{req.From, req.To} {
+			t, err := o.s.tokens.Get(ctx, s)
+			if err != nil {
+				return err
+			}
+			if err := o.mustAllow(ctx, who, r, right, t); err != nil {
+				return err
+			}
+		}
+		return fn(ctx, req.From, req.To, r.Audit)
+	})
+}
+
+// CancelChallenges deletes the open challenges of a transaction
+// (administrators, right "cancelchallenge"); it returns how many.
+func (o *Ops) CancelChallenges(ctx context.Context, who caller.Caller, transactionID string) (int, error) {
+	n := 0
+	err := o.run(ctx, who, opSpec{event: "token_challenges_cancel", action: "DELETE /token/challenges/transaction/" + transactionID, right: "cancelchallenge"},
+		func(ctx context.Context, r *opRun) error {
+			if !who.IsAdmin() {
+				return errAdminOnly
+			}
+			var err error
+			n, err = o.s.tokens.CancelChallenges(ctx, transactionID, r.Audit)
+			return err
+		})
+	return n, err
+}
+
+// TokenInit is a token enrollment.
+type TokenInit struct {
+	// Type is the token type (default hotp); Serial "" generates one.
+	Type, Serial string
+	// Params are the enrollment parameters (otpkey, genkey, pin,
+	// description, type specific ones, ...).
+	Params token.Params
+	// User is the owner (administrators; a user enrolls for itself).
+	User Target
+	// Realm is the realm of an administrator's token without owner.
+	Realm string
+	// TokenRealms are further token realms.
+	TokenRealms []string
+}
+
+// TokenInitResult is an enrolled token.
+type TokenInitResult struct {
+	Serial, Type string
+	// Detail is the enrollment's detail as the token type answers it
+	// (serial, rollout_state, googleurl, otpkey, ...); the caller shows
+	// it to whoever enrolls, once.
+	Detail map[string]any
+}
+
+// InitToken enrolls (or re-initialises) a token: right "enroll<TYPE>"
+// (and "enrollpin" for a PIN), the PIN policies, the enrollment defaults
+// and limits (token.EnrollPolicies), and the PIN change due date, with
+// the token and its audit entry in one transaction.
+func (o *Ops) InitToken(ctx context.Context, who caller.Caller, req TokenInit) (TokenInitResult, error) {
+	var res TokenInitResult
+	p := token.Params{}
+	for k, v := range req.Params {
+		p[k] = v
+	}
+	typ := strings.ToLower(strings.TrimSpace(req.Type))
+	if typ == "" {
+		typ = "hotp"
+	}
+	target := req.User
+	if target.User == "" && req.Realm != "" {
+		target = Target{Realm: req.Realm}
+	}
+	err := o.run(ctx, who, opSpec{event: "token_init", action: "POST /token/init", target: target}, func(ctx context.Context, r *opRun) error {
+		r.Entry.TokenType, r.Entry.Serial = audit.Text(typ, 30), audit.Text(req.Serial, 256)
+		if _, ok := o.s.tokens.Types().Get(typ); !ok {
+			return apierr.New(apierr.TokenAdmin, "init token failed. Unknown token type: "+req.Type).WithNumber(1610)
+		}
+		var owner *user.User
+		if who.Role == caller.User {
+			u, err := o.self(ctx, who)
+			if err != nil {
+				return err
+			}
+			owner = u
+		} else if req.User.User != "" {
+			u, _, err := o.ResolveTarget(ctx, who, req.User)
+			if err != nil {
+				return err
+			}
+			owner = &u
+		}
+		if owner != nil {
+			r.Entry.User, r.Entry.Realm, r.Entry.Resolver = owner.Login, owner.Realm, owner.Resolver
+		}
+		var realms []string
+		var realmTarget *string
+		if who.IsAdmin() && owner == nil && req.Realm != "" {
+			if !o.s.realms.Exists(ctx, req.Realm) {
+				return errNoRealm(req.Realm)
+			}
+			realms, realmTarget = append(realms, req.Realm), policy.Str(req.Realm)
+		}
+		for _, rl := range req.TokenRealms {
+			if rl = strings.TrimSpace(rl); rl != "" {
+				if !o.s.realms.Exists(ctx, rl) {
+					return errNoRealm(rl)
+				}
+				realms = append(realms, rl)
+			}
+		}
+		action := "enroll" + strings.ToUpper(typ)
+		ok, err := o.allowedOn(ctx, who, r, action, nil, owner, realmTarget)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return Denied(who, action)
+		}
+		serial := req.Serial
+		var existing *token.Token
+		if serial != "" {
+			if t, err := o.s.tokens.Get(ctx, serial); err == nil {
+				existing = t
+				if who.Role == caller.User && !sameOwner(t.Owner, owner) {
+					return apierr.New(apierr.TokenAdmin, "Token already assigned to another user.").WithNumber(1103)
+				}
+				if who.Role == caller.Admin {
+					if err := o.mustAllow(ctx, who, r, action, t); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if pin, ok := p.Get("pin"); ok && pin != "" {
+			ok, err := o.allowedOn(ctx, who, r, "enrollpin", existing, owner, realmTarget)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return apierr.New(apierr.Policy, "Setting a PIN is not allowed due to missing 'enrollpin' right.")
+			}
+			if err := o.checkPIN(ctx, who, r, typ, pin, owner); err != nil {
+				return err
+			}
+		}
+		enroll, err := token.EnrollPolicies(ctx, o.reader(ctx, who, owner, realmTarget), callerScope(who), typ, p)
+		r.note(enroll.Policies...)
+		if err != nil {
+			return err
+		}
+		ir := token.InitRequest{Type: typ, Serial: serial, Params: p, Owner: owner, OwnerInfo: o.ownerInfo(ctx, owner), Realms: realms}
+		enroll.Apply(&ir)
+		ir.Verify = enroll.Verify && existing == nil
+		if existing != nil {
+			ir.Limits = token.Limits{}
+		} else if realmTarget != nil {
+			ir.Limits.Realm = *realmTarget
+		}
+		pinOwner := owner
+		if pinOwner == nil && existing != nil {
+			pinOwner = existing.Owner
+		}
+		due, err := o.pinChangeDue(ctx, who, r, pinOwner, p.Str("pin") != "")
+		if err != nil {
+			return err
+		}
+		if due != "" {
+			ir.Info = map[string]string{token.InfoNextPinChange: due}
+		}
+		if ir.Serial == "" {
+			if ir.Serial, err = o.s.tokens.NewSerial(ctx, typ); err != nil {
+				return err
+			}
+		}
+		r.Entry.Serial = ir.Serial
+		t, detail, err := o.s.tokens.Init(ctx, ir, r.Audit)
+		if err != nil {
+			return err
+		}
+		res = TokenInitResult{Serial: t.Serial, Type: t.Type, Detail: detail}
+		return nil
+	})
+	return res, err
+}
+
+// ownerInfo reads the user store attributes of a user as strings.
+func (o *Ops) ownerInfo(ctx context.Context, u *user.User) map[string]string {
+	out := map[string]string{}
+	if u == nil || u.Resolver == "" {
+		return out
+	}
+	in, err := o.s.resolvers.Instance(ctx, u.Resolver)
+	if err != nil {
+		return out
+	}
+	info, err := in.User(ctx, u.UID)
+	if err != nil {
+		return out
+	}
+	return info.Strings()
+}
