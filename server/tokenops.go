@@ -71,10 +71,6 @@ func (c *call) tokenSelect() (authsrv.TokenSelect, error) {
 	return sel, nil
 }
 
-// ran marks the request's audit entry as written by the library
-// operation that ran.
-func (c *call) ran() { c.recorded = true }
-
 // batchValue is the answer of an operation on one or several tokens: the
 // count, or for a list request the count of successes, the failed and the
 // refused serials.
