@@ -3,7 +3,6 @@ package validate
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -108,16 +107,26 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 		}
 		pending = t
 	}
-	if ok, err := q.enrollAllowed(ctx, toks, pending); err != nil || !ok {
-		return res, err
-	}
 	info := q.ownerInfo(ctx)
-	p, err := q.enrollParams(ctx, typ, via, info)
+	p, err := q.enrollParams(ctx, via, info)
 	if err != nil || p == nil {
 		if p == nil && err == nil {
 			log.Info().Msg("enroll_via_multichallenge: the user store has no address for this token type")
 		}
 		return res, err
+	}
+	// The enrollment policies of /token/init, with the user's scope for
+	// the type's defaults.
+	enr, err := token.EnrollPolicies(ctx, enrollReader{&q.pol}, policy.ScopeUser, typ, p)
+	if apierr.Is(err, apierr.Parameter) {
+		log.Info().Err(err).Msg("enroll_via_multichallenge: an enrollment policy refuses this token")
+		return res, nil
+	} else if err != nil {
+		return res, err
+	}
+	if pending != nil {
+		// The pending token is enrolled anew: it counts already.
+		enr.Limits = token.Limits{}
 	}
 	optName, err := q.pol.flag(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge_optional")
 	if err != nil {
@@ -132,9 +141,17 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 		serial = pending.Serial
 	}
 	owner := q.u
-	t, detail, err := svc.Init(ctx, token.InitRequest{Type: typ, Serial: serial, Params: p, Owner: &owner, OwnerInfo: info,
-		RolloutState: token.StateClientWait, Info: map[string]string{infoEnrollVia: "True"}})
-	if err != nil {
+	init := token.InitRequest{Type: typ, Serial: serial, Params: p, Owner: &owner, OwnerInfo: info,
+		RolloutState: token.StateClientWait, Info: map[string]string{infoEnrollVia: "True"}}
+	enr.Apply(&init)
+	// The first OTP answers the enrollment challenge: no verification
+	// step of its own.
+	init.Verify = false
+	t, detail, err := svc.Init(ctx, init)
+	if errors.Is(err, token.ErrMaxPerUser) || errors.Is(err, token.ErrMaxPerRealm) {
+		// A limit keeps the user's success without a new token.
+		return res, nil
+	} else if err != nil {
 		return res, err
 	}
 	txid, err := svc.NewTransactionID()
@@ -190,61 +207,13 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 	return out, nil
 }
 
-// enrollAllowed applies the ENROLL max_token_per_user and
-// max_token_per_realm policies to a new token (none when a pending one is
-// enrolled anew).
-func (q *req) enrollAllowed(ctx context.Context, toks []*token.Token, pending *token.Token) (bool, error) {
-	if pending != nil {
-		return true, nil
-	}
-	if v, err := q.pol.value(ctx, policy.ScopeEnrollment, "max_token_per_user"); err != nil {
-		return false, err
-	} else if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && len(toks) >= n {
-		return false, nil
-	}
-	v, err := q.pol.value(ctx, policy.ScopeEnrollment, "max_token_per_realm")
-	if err != nil {
-		return false, err
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil {
-		return true, nil
-	}
-	page, err := q.v.cfg.Tokens.List(ctx, token.Filter{TokenRealm: q.u.Realm}, "", false, 1, 1)
-	if err != nil {
-		return false, err
-	}
-	return page.Count < n, nil
-}
-
-// enrollParams are the init parameters of the new token: a generated key,
-// the user's (then the enrollment) policies for hash, length and time
-// step, the enrollment policies for label, issuer and app image; email
-// and sms read the user store's address (nil when it has none); sms
-// sends through the first gateway of the user's sms_gateways.
-func (q *req) enrollParams(ctx context.Context, typ string, via token.EnrollVia, info map[string]string) (token.Params, error) {
+// enrollParams are the init parameters of the new token that depend on
+// the enrollment during an authentication (EnrollPolicies adds the
+// policy defaults): a generated key; email and sms read the user store's
+// address (nil when it has none); sms sends through the first gateway of
+// the user's sms_gateways.
+func (q *req) enrollParams(ctx context.Context, via token.EnrollVia, info map[string]string) (token.Params, error) {
 	p := token.Params{"genkey": "1"}
-	for _, d := range [][2]string{{"hashlib", typ + "_hashlib"}, {"otplen", typ + "_otplen"}, {"timeStep", typ + "_timestep"}} {
-		for _, sc := range []string{policy.ScopeUser, policy.ScopeEnrollment} {
-			v, err := q.pol.value(ctx, sc, d[1])
-			if err != nil {
-				return nil, err
-			}
-			if v != "" {
-				p[d[0]] = v
-				break
-			}
-		}
-	}
-	for _, a := range []string{"tokenlabel", "tokenissuer", "appimageurl"} {
-		v, err := q.pol.value(ctx, policy.ScopeEnrollment, a)
-		if err != nil {
-			return nil, err
-		}
-		if v != "" {
-			p[a] = v
-		}
-	}
 	switch via.Channel {
 	case token.ChannelEmail:
 		if strings.TrimSpace(info["email"]) == "" {
@@ -409,4 +378,26 @@ func (v *Validator) cancelEnrollment(ctx context.Context, r Request, a *auditor)
 		return q, Response{}, err
 	}
 	return q, Response{Value: true, User: q.u, Message: MsgEnrollCancelled}, nil
+}
+
+// enrollReader reads the enrollment policies of token.EnrollPolicies from
+// the request's policy snapshot.
+type enrollReader struct{ p *policies }
+
+var _ token.PolicyReader = enrollReader{}
+
+func (r enrollReader) Value(ctx context.Context, scope, action string) (string, []string, error) {
+	v, name, err := r.p.valueNamed(ctx, scope, action)
+	if name == "" {
+		return v, nil, err
+	}
+	return v, []string{name}, err
+}
+
+func (r enrollReader) Flag(ctx context.Context, scope, action string) (bool, []string, error) {
+	name, err := r.p.flag(ctx, scope, action)
+	if name == "" {
+		return false, nil, err
+	}
+	return true, []string{name}, err
 }

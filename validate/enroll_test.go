@@ -411,3 +411,36 @@ func TestClientModePerUser(t *testing.T) {
 		}
 	})
 }
+
+// TestEnrollViaMultichallengeEnrollPolicies: the enrollment during an
+// authentication applies the enrollment policies of /token/init
+// (token.EnrollPolicies), with the user's scope for the type's defaults.
+func TestEnrollViaMultichallengeEnrollPolicies(t *testing.T) {
+	e := newEnv(t, token.Settings{})
+	e.policy(t, "pt", "passthru=userstore")
+	e.policy(t, "evm", "enroll_via_multichallenge=hotp")
+
+	t.Run("defaults", func(t *testing.T) {
+		e.scopedPolicy(t, "len", policy.ScopeUser, "hotp_otplen=8")
+		defer func() { _, _ = e.pol.Delete(t.Context(), "len") }()
+		_, serial, link := enrollChallenge(t, e.check(t, validate.Request{User: "bob", Pass: "bob-pw"}), "hotp", false)
+		if got := e.get(t, serial); got.OTPLen != 8 {
+			t.Fatalf("otplen %d, want 8 from hotp_otplen", got.OTPLen)
+		}
+		if !strings.Contains(link, "digits=8") {
+			t.Fatalf("the enrollment link does not say 8 digits")
+		}
+	})
+	t.Run("require_description keeps the success without a token", func(t *testing.T) {
+		e.scopedPolicy(t, "desc", policy.ScopeEnrollment, "require_description=hotp")
+		defer func() { _, _ = e.pol.Delete(t.Context(), "desc") }()
+		want(t, e.check(t, validate.Request{User: "carol", Pass: "carol-pw"}), true, "against userstore due to 'pt'")
+		u, _, err := e.realms.Resolve(t.Context(), "carol", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if toks, err := e.tokens.ByOwner(t.Context(), u); err != nil || len(toks) != 0 {
+			t.Fatalf("tokens: %d %v", len(toks), err)
+		}
+	})
+}
