@@ -34,6 +34,7 @@ var floors = map[string]float64{
 	"policy":             2,
 	"resolver":           2,
 	"resolver/*":         2.25,
+	"resolver/builtin":   2.5, // imports every resolver/* implementation
 	"notify":             2,
 	"audit":              2,
 	"monitoring":         2,

@@ -137,9 +137,10 @@ func WithActionDefs(d *policy.Defs) Option {
 	}
 }
 
-// WithResolverTypes replaces the table of user-store types (the default
-// has passwdresolver, ldapresolver, sqlresolver and scimresolver). A Go
-// program can add its own type to DefaultResolverTypes() and pass it here.
+// WithResolverTypes replaces the table of user-store types (the default,
+// DefaultResolverTypes, has passwdresolver only; resolver/builtin.Types
+// adds ldapresolver, sqlresolver and scimresolver). A Go program can add
+// its own type to either table and pass it here.
 func WithResolverTypes(types resolver.Registry) Option {
 	return func(c *config) error {
 		if len(types) == 0 {

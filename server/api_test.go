@@ -22,6 +22,7 @@ import (
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/resolver/builtin"
 	"github.com/authsrv/authsrv/server"
 	"github.com/authsrv/authsrv/store/storetest"
 )
@@ -79,7 +80,7 @@ func newEnvWith(t testing.TB, opts []authsrv.Option, routes ...server.TestRoute)
 	clk := &clock{t: testStart}
 	logs := &syncBuffer{}
 	s, err := authsrv.New(append([]authsrv.Option{
-		authsrv.WithStore(storetest.Open(t)),
+		authsrv.WithStore(storetest.Open(t)), authsrv.WithResolverTypes(builtin.Types()),
 		authsrv.WithEncKey(testKey), authsrv.WithJWTKey(testKey),
 		authsrv.WithKDFParams(cheapKDF),
 		authsrv.WithClock(clk.now),
