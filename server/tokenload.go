@@ -10,6 +10,7 @@ import (
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/internal/tokenfile"
+	"github.com/authsrv/authsrv/token"
 )
 
 // importLimits bound token import files (the request body limit applies
@@ -68,7 +69,11 @@ func postTokenLoad(c *call) (answer, error) {
 	case err != nil:
 		return answer{}, err
 	}
-	n, failed := c.a.s.Tokens().Import(c.ctx, recs, realms)
+	toImport := make([]token.ImportRecord, len(recs))
+	for i, r := range recs {
+		toImport[i] = token.ImportRecord(r)
+	}
+	n, failed := c.a.s.Tokens().Import(c.ctx, toImport, realms)
 	notImported := []map[string]any{}
 	for _, f := range fails {
 		notImported = append(notImported, map[string]any{"serial": f.Serial, "line": f.Line, "reason": f.Reason})

@@ -3,11 +3,40 @@ package token
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 
 	"github.com/authsrv/authsrv/apierr"
-	"github.com/authsrv/authsrv/internal/tokenfile"
 )
+
+// ImportRecord is one token to import, as an import file (OATH CSV,
+// Yubikey CSV, PSKC) describes it. A Go program builds it from its own
+// files; the HTTP import converts the records of its parsers. Key holds
+// the seed, so an ImportRecord must never be logged or encoded into a
+// response; String redacts it.
+type ImportRecord struct {
+	Serial      string
+	Type        string            // lower-case: "hotp", "totp", "yubikey", ...; "" means hotp
+	Key         []byte            // the raw seed bytes (never hex)
+	OTPLen      int               // 0 = the type's default
+	Counter     uint64            // initial counter (HOTP) if given
+	TimeStep    int               // TOTP time step in seconds, 0 = the default
+	HashLib     string            // "sha1", "sha256", "sha512" or ""
+	Description string            // free text
+	User        string            // owner login if the file carries one (not assigned by Import)
+	Realm       string            // owner realm if the file carries one (not assigned by Import)
+	Info        map[string]string // extra tokeninfo, may be nil
+}
+
+// String redacts the key, so that a record printed by mistake leaks no
+// seed.
+func (r ImportRecord) String() string {
+	return fmt.Sprintf("{Serial:%s Type:%s Key:[%d bytes redacted] OTPLen:%d Counter:%d TimeStep:%d HashLib:%s User:%s Realm:%s}",
+		r.Serial, r.Type, len(r.Key), r.OTPLen, r.Counter, r.TimeStep, r.HashLib, r.User, r.Realm)
+}
+
+// GoString redacts the key from %#v as well.
+func (r ImportRecord) GoString() string { return "token.ImportRecord" + r.String() }
 
 // ImportFailure is one record of an import file that was not imported.
 type ImportFailure struct {
@@ -19,7 +48,7 @@ type ImportFailure struct {
 // serial is never touched (the record is reported as not imported); a
 // record whose type is unknown or whose data the type refuses is reported
 // too. realms become the token realms of every imported token.
-func (s *Service) Import(ctx context.Context, recs []tokenfile.Record, realms []string) (int, []ImportFailure) {
+func (s *Service) Import(ctx context.Context, recs []ImportRecord, realms []string) (int, []ImportFailure) {
 	n := 0
 	var failed []ImportFailure
 	for _, r := range recs {
