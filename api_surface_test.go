@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"go/ast"
 	"go/importer"
+	"go/parser"
 	"go/token"
 	"go/types"
 	"io"
@@ -83,9 +85,9 @@ func internalTypes(typ types.Type) []string {
 		seen[typ] = true
 		switch t := typ.(type) {
 		case *types.Alias:
-			if obj := t.Obj(); obj.Pkg() != nil && isInternal(obj.Pkg().Path()) {
-				found = append(found, obj.Pkg().Path()+"."+obj.Name())
-			}
+			// An alias is another name for its target: an internal alias
+			// of a public type (internal/otp.Hash for otp.Hash) is usable
+			// outside the module; its target decides.
 			walk(types.Unalias(t))
 		case *types.Named:
 			if obj := t.Obj(); obj.Pkg() != nil && isInternal(obj.Pkg().Path()) {
@@ -192,5 +194,84 @@ func TestNoInternalTypesInPublicAPI(t *testing.T) {
 		for _, h := range apiHits(pkg) {
 			t.Error(h)
 		}
+	}
+}
+
+// srcImporter type-checks packages from source strings, for the test of
+// the checker itself.
+type srcImporter struct {
+	fset *token.FileSet
+	src  map[string]string
+	pkgs map[string]*types.Package
+}
+
+func (im *srcImporter) Import(path string) (*types.Package, error) {
+	if p, ok := im.pkgs[path]; ok {
+		return p, nil
+	}
+	src, ok := im.src[path]
+	if !ok {
+		return importer.Default().Import(path)
+	}
+	f, err := parser.ParseFile(im.fset, path+".go", src, 0)
+	if err != nil {
+		return nil, err
+	}
+	conf := types.Config{Importer: im}
+	p, err := conf.Check(path, im.fset, []*ast.File{f}, nil)
+	if err != nil {
+		return nil, err
+	}
+	im.pkgs[path] = p
+	return p, nil
+}
+
+// TestAPISurfaceCatches runs the checker on small packages: every kind of
+// exported identifier that mentions an internal type is reported, and
+// unexported ones, public aliases of public types and internal aliases of
+// public types are not.
+func TestAPISurfaceCatches(t *testing.T) {
+	const internalSrc = `package secret
+type Key struct{ B []byte }
+type Public = int
+`
+	const head = "package pub\nimport \"" + internalPrefix + "secret\"\nvar _ secret.Key\n"
+	tests := []struct {
+		name, src string
+		want      []string // the reported identifiers
+	}{
+		{"func param", "func F(k *secret.Key) {}", []string{"F"}},
+		{"func result in a slice", "func F() []map[string]secret.Key { return nil }", []string{"F"}},
+		{"method", "type T struct{}\nfunc (T) M(func(secret.Key)) {}", []string{"T.M"}},
+		{"pointer method", "type T struct{}\nfunc (*T) M() chan secret.Key { return nil }", []string{"T.M"}},
+		{"exported field", "type T struct{ K secret.Key }", []string{"T"}},
+		{"unexported field", "type T struct{ k secret.Key }", nil},
+		{"var", "var V secret.Key", []string{"V"}},
+		{"alias", "type A = secret.Key", []string{"A"}},
+		{"internal alias of a public type", "func F(secret.Public) {}", nil},
+		{"interface method", "type I interface{ M() *secret.Key }", []string{"I"}},
+		{"func type", "type H func(secret.Key) error", []string{"H"}},
+		{"generic constraint", "type G[T interface{ *secret.Key }] struct{}", []string{"G"}},
+		{"unexported func", "func f(secret.Key) {}", nil},
+		{"method of an unexported type", "type t struct{}\nfunc (t) M(secret.Key) {}", nil},
+		{"clean", "type T struct{ N int }\nfunc (T) M(s string) error { return nil }", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			im := &srcImporter{fset: token.NewFileSet(), pkgs: map[string]*types.Package{},
+				src: map[string]string{internalPrefix + "secret": internalSrc, "example.com/pub": head + tc.src}}
+			pkg, err := im.Import("example.com/pub")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, h := range apiHits(pkg) {
+				name, _, _ := strings.Cut(strings.TrimPrefix(h, "example.com/pub."), ":")
+				got = append(got, name)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("hits %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -104,11 +104,32 @@ func (s Settings) withDefaults() Settings {
 	return s
 }
 
+// Sealer seals and opens the token secrets (seeds, encrypted PINs,
+// challenge data) with AES-256-GCM and additional data binding each
+// ciphertext to its record. The root passes its key set; the interface
+// keeps the internal implementation out of this package's API.
+type Sealer interface {
+	Seal(plaintext []byte, ad ...string) ([]byte, error)
+	Open(ciphertext []byte, ad ...string) ([]byte, error)
+}
+
+var _ Sealer = (*secret.Sealer)(nil)
+
+// Hasher hashes and verifies token PINs (Argon2id through the root's KDF
+// limiter). The interface keeps the internal implementation out of this
+// package's API.
+type Hasher interface {
+	Hash(ctx context.Context, password string) (string, error)
+	Verify(ctx context.Context, encoded, password string) (ok, rehash bool, err error)
+}
+
+var _ Hasher = (*secret.Hasher)(nil)
+
 // Config wires the service.
 type Config struct {
 	Store  store.Store
-	Sealer *secret.Sealer
-	Hasher *secret.Hasher
+	Sealer Sealer
+	Hasher Hasher
 	// Notify sends e-mail and SMS challenges and RADIUS forwards; may be
 	// nil when no type needs it.
 	Notify *notify.Service
