@@ -173,7 +173,7 @@ func (s *Server) open() error {
 		return err
 	}
 	hasher, err := secret.NewHasher(secret.HasherConfig{
-		Params: c.kdf, BudgetBytes: c.kdfBudget, MaxWait: c.kdfMaxWait, Rand: c.rand,
+		Params: secret.Params(c.kdf), BudgetBytes: c.kdfBudget, MaxWait: c.kdfMaxWait, Rand: c.rand,
 	})
 	if err != nil {
 		return fmt.Errorf("kdf: %w", err)
@@ -382,15 +382,6 @@ func (s *Server) UserAttributes() *user.Attributes { return s.attrs }
 
 // NodeID is this node's id (a UUID derived from the node name).
 func (s *Server) NodeID() string { return s.nodeID }
-
-// Sealer seals secrets at rest.
-func (s *Server) Sealer() *secret.Sealer { return s.sealer }
-
-// Hasher hashes and verifies PINs and passwords through the KDF limiter.
-func (s *Server) Hasher() *secret.Hasher { return s.hasher }
-
-// JWTKey is the HS256 key of the API's tokens.
-func (s *Server) JWTKey() []byte { return s.jwtKey }
 
 // JWTLifetime is how long an issued API token is valid.
 func (s *Server) JWTLifetime() time.Duration { return s.cfg.jwtLifetime }

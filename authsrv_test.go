@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/authsrv/authsrv"
-	"github.com/authsrv/authsrv/internal/secret"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/store/storetest"
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // cheapKDF keeps password hashing fast in tests.
-var cheapKDF = authsrv.WithKDFParams(secret.Params{Time: 1, Memory: 1024, Threads: 1, KeyLen: 32, SaltLen: 16})
+var cheapKDF = authsrv.WithKDFParams(authsrv.KDFParams{Time: 1, Memory: 1024, Threads: 1, KeyLen: 32, SaltLen: 16})
 
 func newServer(t *testing.T, dir string, opts ...authsrv.Option) *authsrv.Server {
 	t.Helper()
@@ -47,7 +47,7 @@ func TestNewValidatesOptions(t *testing.T) {
 		}, []string{"data directory: empty path", "enckey: want 32 bytes", "jwt key", "node name", "kdf budget",
 			"open timeout", "jwt lifetime", "clock: nil", "rand: nil"}},
 		{"kdf above caps", []authsrv.Option{authsrv.WithDataDir(t.TempDir()),
-			authsrv.WithKDFParams(secret.Params{Time: 1000, Memory: 1024, Threads: 1, KeyLen: 32, SaltLen: 16})},
+			authsrv.WithKDFParams(authsrv.KDFParams{Time: 1000, Memory: 1024, Threads: 1, KeyLen: 32, SaltLen: 16})},
 			[]string{"kdf"}},
 	}
 	for _, tc := range cases {
@@ -81,7 +81,10 @@ func TestDataDirCreatedOnce(t *testing.T) {
 	if st, _ := os.Stat(dir); st.Mode().Perm() != 0o700 {
 		t.Errorf("data dir mode %o, want 0700", st.Mode().Perm())
 	}
-	key := s.JWTKey()
+	tok, err := s.IssueJWT(jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -89,8 +92,8 @@ func TestDataDirCreatedOnce(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 	again := newServer(t, dir)
-	if !bytes.Equal(again.JWTKey(), key) {
-		t.Error("the JWT key changed across starts")
+	if err := again.ParseJWT(tok, &jwt.RegisteredClaims{}); err != nil {
+		t.Errorf("the JWT key changed across starts: a token issued before does not verify: %v", err)
 	}
 }
 
@@ -214,6 +217,10 @@ func TestBackupRestore(t *testing.T) {
 		t.Errorf("manifest %+v", m)
 	}
 	backup := buf.Bytes()
+	issued, err := s.IssueJWT(jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	t.Run("into a new directory", func(t *testing.T) {
 		dst := filepath.Join(t.TempDir(), "new")
@@ -225,8 +232,8 @@ func TestBackupRestore(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("restored admin login: ok=%v err=%v", ok, err)
 		}
-		if !bytes.Equal(r.JWTKey(), s.JWTKey()) {
-			t.Error("JWT key not restored: earlier tokens would stop verifying")
+		if err := r.ParseJWT(issued, &jwt.RegisteredClaims{}); err != nil {
+			t.Errorf("JWT key not restored: a token issued before does not verify: %v", err)
 		}
 		if st, _ := os.Stat(filepath.Join(dst, authsrv.EncKeyFile)); st.Mode().Perm() != 0o400 {
 			t.Errorf("restored enckey mode %o", st.Mode().Perm())

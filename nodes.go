@@ -7,11 +7,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/authsrv/authsrv/resolver"
-	"github.com/authsrv/authsrv/resolver/ldap"
-	"github.com/authsrv/authsrv/resolver/passwd"
-	"github.com/authsrv/authsrv/resolver/scim"
-	"github.com/authsrv/authsrv/resolver/sql"
 	"github.com/authsrv/authsrv/store"
 )
 
@@ -62,13 +57,4 @@ func (s *Server) Nodes(ctx context.Context) ([]Node, error) {
 		})
 	})
 	return out, err
-}
-
-// DefaultResolverTypes returns the user-store types authsrv ships.
-func DefaultResolverTypes() resolver.Registry {
-	types := resolver.Registry{}
-	for _, t := range []resolver.Type{passwd.Type(), ldap.Type(), sql.Type(), scim.Type()} {
-		types[t.Name] = t
-	}
-	return types
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/caller"
 	"github.com/authsrv/authsrv/internal/tokenfile"
-	"github.com/authsrv/authsrv/store"
+	"github.com/authsrv/authsrv/token"
 )
 
 // importLimits bound token import files (a server's body limit applies
@@ -94,13 +94,17 @@ func (o *Ops) ImportTokens(ctx context.Context, who caller.Caller, req TokenImpo
 		for _, f := range fails {
 			res.NotImported = append(res.NotImported, TokenImportFailure{Serial: f.Serial, Line: f.Line, Reason: f.Reason})
 		}
-		b := o.s.tokens.PrepareImport(ctx, recs, req.Realms)
+		toImport := make([]token.ImportRecord, len(recs))
+		for i, rec := range recs {
+			toImport[i] = token.ImportRecord(rec)
+		}
+		b := o.s.tokens.PrepareImport(ctx, toImport, req.Realms)
 		for _, f := range b.Failed {
 			res.NotImported = append(res.NotImported, TokenImportFailure{Serial: f.Serial, Reason: f.Reason})
 		}
 		n := len(b.Serials())
 		r.Entry.Info = audit.Text("imported "+strconv.Itoa(n)+" tokens", 256)
-		if err := o.s.tokens.CommitImport(ctx, b, func(tx store.Tx) error { return r.Audit(tx) }); err != nil {
+		if err := o.s.tokens.CommitImport(ctx, b, r.Audit); err != nil {
 			r.Entry.Info = ""
 			return err
 		}

@@ -40,7 +40,7 @@ type config struct {
 	rand            io.Reader
 	nodeName        string
 	superuserRealms []string
-	kdf             secret.Params
+	kdf             KDFParams
 	kdfBudget       int64
 	kdfMaxWait      time.Duration
 	openTimeout     time.Duration
@@ -66,7 +66,7 @@ func defaults() config {
 		log:            zerolog.Nop(),
 		now:            time.Now,
 		nodeName:       host,
-		kdf:            secret.DefaultParams,
+		kdf:            KDFParams(secret.DefaultParams),
 		kdfBudget:      DefaultKDFBudget,
 		kdfMaxWait:     DefaultKDFMaxWait,
 		openTimeout:    DefaultOpenTimeout,
@@ -137,9 +137,10 @@ func WithActionDefs(d *policy.Defs) Option {
 	}
 }
 
-// WithResolverTypes replaces the table of user-store types (the default
-// has passwdresolver, ldapresolver, sqlresolver and scimresolver). A Go
-// program can add its own type to DefaultResolverTypes() and pass it here.
+// WithResolverTypes replaces the table of user-store types (the default,
+// DefaultResolverTypes, has passwdresolver only; resolver/builtin.Types
+// adds ldapresolver, sqlresolver and scimresolver). A Go program can add
+// its own type to either table and pass it here.
 func WithResolverTypes(types resolver.Registry) Option {
 	return func(c *config) error {
 		if len(types) == 0 {
@@ -273,9 +274,24 @@ func WithSuperuserRealms(realms ...string) Option {
 	}
 }
 
+// KDFParams are the Argon2id cost parameters of new PIN and password hashes
+// (hashes already stored keep the parameters they were made with). Memory
+// is in KiB; DefaultKDFParams are OWASP's minimum.
+type KDFParams struct {
+	Time    uint32
+	Memory  uint32 // KiB
+	Threads uint8
+	KeyLen  uint32
+	SaltLen uint32
+}
+
+// DefaultKDFParams returns the parameters a Server hashes with unless
+// WithKDFParams changes them.
+func DefaultKDFParams() KDFParams { return KDFParams(secret.DefaultParams) }
+
 // WithKDFParams sets the Argon2id parameters of new PIN and password
-// hashes.
-func WithKDFParams(p secret.Params) Option {
+// hashes; New refuses parameters the verifier would not accept.
+func WithKDFParams(p KDFParams) Option {
 	return func(c *config) error { c.kdf = p; return nil }
 }
 

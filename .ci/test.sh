@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs the Debian packages the tests need when
-# they are missing, then runs go vet, the gofmt check and go test -race.
+# they are missing, then runs the go.mod tidiness check, go vet, the gofmt
+# check and go test -race.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +28,12 @@ if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
 	export PATH="/usr/local/go/bin:$PATH"
 fi
 
+echo "== go mod tidy"
+# -diff changes nothing and exits non-zero when go.mod or go.sum is untidy.
+if ! go mod tidy -diff; then
+	echo "go.mod or go.sum is not tidy: run go mod tidy and commit the result"
+	exit 1
+fi
 echo "== go vet"
 go vet ./...
 echo "== gofmt"

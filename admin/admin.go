@@ -60,12 +60,24 @@ type record struct {
 // Service manages the accounts.
 type Service struct {
 	st     store.Store
-	hasher *secret.Hasher
+	hasher Hasher
 	now    func() time.Time
 }
 
+// Hasher hashes and verifies the accounts' passwords (Argon2id through the
+// root's KDF limiter). The interface keeps the internal implementation out
+// of this package's API.
+type Hasher interface {
+	Hash(ctx context.Context, password string) (string, error)
+	Verify(ctx context.Context, encoded, password string) (ok, rehash bool, err error)
+	// Dummy costs what one Hash costs (an unknown account).
+	Dummy(ctx context.Context, password string)
+}
+
+var _ Hasher = (*secret.Hasher)(nil)
+
 // New returns the service. now is the injected clock.
-func New(st store.Store, hasher *secret.Hasher, now func() time.Time) *Service {
+func New(st store.Store, hasher Hasher, now func() time.Time) *Service {
 	return &Service{st: st, hasher: hasher, now: now}
 }
 

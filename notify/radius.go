@@ -179,12 +179,37 @@ func (s *Service) DeleteRadius(ctx context.Context, id string, also ...func(stor
 	return deleteDef(ctx, s.st, radiusBucket, id, ErrRadiusNotFound, also)
 }
 
+// RadiusCode is the kind of answer a RADIUS server gave to an
+// Access-Request; the values are RFC 2865's packet codes.
+type RadiusCode int
+
+// The answers of a RADIUS server.
+const (
+	RadiusAccept    RadiusCode = 2
+	RadiusReject    RadiusCode = 3
+	RadiusChallenge RadiusCode = 11
+)
+
+// String returns the RFC name of the code, such as "Access-Accept".
+func (c RadiusCode) String() string { return radclient.Code(c).String() }
+
+// RadiusResponse is a RADIUS server's verified answer.
+type RadiusResponse struct {
+	// Code is RadiusAccept, RadiusReject or RadiusChallenge.
+	Code RadiusCode
+	// ReplyMessage is the concatenation of the Reply-Message attributes in
+	// packet order.
+	ReplyMessage string
+	// State is the State attribute (sent with a challenge); nil without.
+	State []byte
+}
+
 // RadiusAuth sends one Access-Request for user and password (and the State
 // of a previous Access-Challenge, or nil) to the RADIUS server id and
 // returns its verified answer. A reject or challenge is a result, not an
 // error; no valid answer within the retries is an error wrapping
 // [ErrRadiusFailed].
-func (s *Service) RadiusAuth(ctx context.Context, id, user, password string, state []byte) (radclient.Response, error) {
+func (s *Service) RadiusAuth(ctx context.Context, id, user, password string, state []byte) (RadiusResponse, error) {
 	var rec radiusRecord
 	err := s.st.View(ctx, func(tx store.Tx) error {
 		err := store.GetJSON(tx.Bucket(radiusBucket), []byte(id), &rec)
@@ -194,11 +219,11 @@ func (s *Service) RadiusAuth(ctx context.Context, id, user, password string, sta
 		return err
 	})
 	if err != nil {
-		return radclient.Response{}, err
+		return RadiusResponse{}, err
 	}
 	secret, err := s.open(rec.Secret, radiusBucket, id, "secret")
 	if err != nil {
-		return radclient.Response{}, err
+		return RadiusResponse{}, err
 	}
 	nas, _ := rec.Options["nas_identifier"].(string)
 	// radclient counts resends after the first try, and reads 0 as its
@@ -222,9 +247,9 @@ func (s *Service) RadiusAuth(ctx context.Context, id, user, password string, sta
 		var reason string
 		switch {
 		case errors.Is(err, radclient.ErrInvalidRequest):
-			return radclient.Response{}, paramErr("The RADIUS request cannot be sent: the user name, password or state is too long.")
+			return RadiusResponse{}, paramErr("The RADIUS request cannot be sent: the user name, password or state is too long.")
 		case ctx.Err() != nil:
-			return radclient.Response{}, fmt.Errorf("radius server %s: %w", id, ctx.Err())
+			return RadiusResponse{}, fmt.Errorf("radius server %s: %w", id, ctx.Err())
 		case errors.Is(err, radclient.ErrInvalidResponse):
 			reason = "it gave no valid answer (check the shared secret)"
 		case errors.Is(err, radclient.ErrTimeout):
@@ -233,12 +258,12 @@ func (s *Service) RadiusAuth(ctx context.Context, id, user, password string, sta
 			reason = "it could not be reached"
 		}
 		s.log.Warn().Str("radiusserver", id).Str("result", "failed").AnErr("error", err).Msg("radius request failed: " + reason)
-		return radclient.Response{}, apierr.New(apierr.ConfigAdmin,
+		return RadiusResponse{}, apierr.New(apierr.ConfigAdmin,
 			fmt.Sprintf("The RADIUS server %s failed: %s.", id, reason)).Wrap(errors.Join(ErrRadiusFailed, err))
 	}
 	s.log.Debug().Str("radiusserver", id).Str("result", resp.Code.String()).
 		Int64("duration_ms", time.Since(start).Milliseconds()).Msg("radius request answered")
-	return resp, nil
+	return RadiusResponse{Code: RadiusCode(resp.Code), ReplyMessage: resp.ReplyMessage, State: resp.State}, nil
 }
 
 // TestRadius sends one Access-Request to the RADIUS server id and reports
@@ -249,5 +274,5 @@ func (s *Service) TestRadius(ctx context.Context, id, user, password string) (bo
 	if err != nil {
 		return false, err
 	}
-	return resp.Code == radclient.Accept, nil
+	return resp.Code == RadiusAccept, nil
 }

@@ -16,7 +16,6 @@ import (
 	"layeh.com/radius/rfc2865"
 
 	"github.com/authsrv/authsrv/apierr"
-	"github.com/authsrv/authsrv/internal/radclient"
 	"github.com/authsrv/authsrv/notify"
 )
 
@@ -219,7 +218,7 @@ func TestRadiusAuth(t *testing.T) {
 			t.Fatalf("TestRadius = %v, %v", ok, err)
 		}
 		resp, err := e.s.RadiusAuth(ctx, "rad", "alice", "right", nil)
-		if err != nil || resp.Code != radclient.Accept || resp.ReplyMessage != "Welcome" {
+		if err != nil || resp.Code != notify.RadiusAccept || resp.ReplyMessage != "Welcome" {
 			t.Errorf("RadiusAuth = %+v, %v", resp, err)
 		}
 		f.mu.Lock()
@@ -239,14 +238,14 @@ func TestRadiusAuth(t *testing.T) {
 
 	t.Run("Challenge", func(t *testing.T) {
 		resp, err := e.s.RadiusAuth(ctx, "rad", "chal", "pin", nil)
-		if err != nil || resp.Code != radclient.Challenge || string(resp.State) != "st-1" || resp.ReplyMessage != "Enter OTP" {
+		if err != nil || resp.Code != notify.RadiusChallenge || string(resp.State) != "st-1" || resp.ReplyMessage != "Enter OTP" {
 			t.Fatalf("first leg %+v, %v", resp, err)
 		}
 		if ok, _ := e.s.TestRadius(ctx, "rad", "chal", "pin"); ok {
 			t.Error("a challenge counts as success")
 		}
 		resp, err = e.s.RadiusAuth(ctx, "rad", "chal", "otp", resp.State)
-		if err != nil || resp.Code != radclient.Accept {
+		if err != nil || resp.Code != notify.RadiusAccept {
 			t.Fatalf("second leg %+v, %v", resp, err)
 		}
 	})

@@ -47,10 +47,21 @@ var (
 	ErrScriptsDisabled = apierr.New(apierr.ConfigAdmin, "The script SMS provider is disabled: no script directory is configured.")
 )
 
+// Sealer seals and opens the secrets this package stores (AES-256-GCM with
+// additional data binding each ciphertext to its record). The root passes
+// its key set; the interface keeps the internal implementation out of this
+// package's API.
+type Sealer interface {
+	Seal(plaintext []byte, ad ...string) ([]byte, error)
+	Open(ciphertext []byte, ad ...string) ([]byte, error)
+}
+
+var _ Sealer = (*secret.Sealer)(nil)
+
 // Config holds the dependencies of a Service.
 type Config struct {
 	Store  store.Store
-	Sealer *secret.Sealer
+	Sealer Sealer
 	// Log is the component logger's parent; silent when zero.
 	Log zerolog.Logger
 	// Now is the clock (mail Date headers); time.Now when nil.
@@ -72,7 +83,7 @@ type Config struct {
 // definitions and sends through them. It is safe for concurrent use.
 type Service struct {
 	st      store.Store
-	sealer  *secret.Sealer
+	sealer  Sealer
 	log     zerolog.Logger
 	now     func() time.Time
 	scripts string

@@ -67,10 +67,21 @@ type record struct {
 // a resolver (the realm package provides it).
 type UsageCheck func(tx store.Tx, resolver string) (realm string, used bool, err error)
 
+// Sealer seals and opens the secrets this package stores (AES-256-GCM with
+// additional data binding each ciphertext to its record). The root passes
+// its key set; the interface keeps the internal implementation out of this
+// package's API.
+type Sealer interface {
+	Seal(plaintext []byte, ad ...string) ([]byte, error)
+	Open(ciphertext []byte, ad ...string) ([]byte, error)
+}
+
+var _ Sealer = (*secret.Sealer)(nil)
+
 // Service manages resolver definitions and their live instances.
 type Service struct {
 	st     store.Store
-	sealer *secret.Sealer
+	sealer Sealer
 	types  Registry
 	log    zerolog.Logger
 	now    func() time.Time
@@ -87,7 +98,7 @@ type Service struct {
 }
 
 // New returns the service.
-func New(st store.Store, sealer *secret.Sealer, types Registry, log zerolog.Logger, now func() time.Time) *Service {
+func New(st store.Store, sealer Sealer, types Registry, log zerolog.Logger, now func() time.Time) *Service {
 	return &Service{
 		st: st, sealer: sealer, types: types, now: now,
 		log:       log.With().Str("component", "resolver").Logger(),

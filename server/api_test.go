@@ -21,7 +21,7 @@ import (
 
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
-	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/resolver/builtin"
 	"github.com/authsrv/authsrv/server"
 	"github.com/authsrv/authsrv/store/storetest"
 )
@@ -29,7 +29,7 @@ import (
 var (
 	testKey   = bytes.Repeat([]byte{0x42}, 32)
 	otherKey  = bytes.Repeat([]byte{0x43}, 32)
-	cheapKDF  = secret.Params{Time: 1, Memory: 1024, Threads: 1, KeyLen: 32, SaltLen: 16}
+	cheapKDF  = authsrv.KDFParams{Time: 1, Memory: 1024, Threads: 1, KeyLen: 32, SaltLen: 16}
 	testStart = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 )
 
@@ -79,7 +79,7 @@ func newEnvWith(t testing.TB, opts []authsrv.Option, routes ...server.TestRoute)
 	clk := &clock{t: testStart}
 	logs := &syncBuffer{}
 	s, err := authsrv.New(append([]authsrv.Option{
-		authsrv.WithStore(storetest.Open(t)),
+		authsrv.WithStore(storetest.Open(t)), authsrv.WithResolverTypes(builtin.Types()),
 		authsrv.WithEncKey(testKey), authsrv.WithJWTKey(testKey),
 		authsrv.WithKDFParams(cheapKDF),
 		authsrv.WithClock(clk.now),

@@ -71,7 +71,7 @@ func NewAPIKey(s *authsrv.Server, validity time.Duration) (string, time.Time, er
 		Nonce: hex.EncodeToString(nonce[:]), Role: roleValidate, Rights: []string{},
 		RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(exp)},
 	}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(s.JWTKey())
+	tok, err := s.IssueJWT(c)
 	return tok, exp, err
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/rs/zerolog"
 
+	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/realm"
@@ -35,8 +36,6 @@ var (
 	errWrongCreds    = apierr.New(apierr.AuthWrongCredentials, "Authentication failure. Wrong credentials")
 	errNoUsername    = apierr.New(apierr.AuthMissingUsername, "Authentication failure. Missing Username")
 )
-
-var errAlgorithm = errors.New("algorithm not allowed")
 
 func decodingError(reason string) error {
 	return apierr.New(apierr.AuthDecoding, "Authentication failure. Error decoding the Authorization token: "+reason)
@@ -74,7 +73,7 @@ func (a *api) issueToken(who identity) (string, time.Time, error) {
 		Role: who.Role, AuthType: who.AuthType, Rights: who.Rights,
 		RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(exp)},
 	}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(a.s.JWTKey())
+	tok, err := a.s.IssueJWT(c)
 	return tok, exp, err
 }
 
@@ -120,24 +119,16 @@ func (a *api) verifyJWT(raw string) (*claims, error) {
 		return nil, decodingError("the token is too long")
 	}
 	var c claims
-	// Only HS256 with our own key: the method is pinned here, never taken
-	// from the token ("none" and every other algorithm are refused).
-	_, err := jwt.ParseWithClaims(raw, &c, func(tok *jwt.Token) (any, error) {
-		if tok.Method != jwt.SigningMethodHS256 {
-			return nil, errAlgorithm
-		}
-		return a.s.JWTKey(), nil
-	},
-		jwt.WithExpirationRequired(),
-		jwt.WithTimeFunc(a.s.Now),
-	)
+	// Only HS256 with the server's key, the method pinned by the library
+	// ("none" and every other algorithm are refused).
+	err := a.s.ParseJWT(raw, &c)
 	switch {
 	case err == nil:
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return nil, apierr.New(apierr.AuthExpired, "Authentication failure. Your token has expired: Signature has expired")
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
 		return nil, decodingError("Signature verification failed")
-	case errors.Is(err, errAlgorithm), errors.Is(err, jwt.ErrTokenUnverifiable):
+	case errors.Is(err, authsrv.ErrJWTAlgorithm), errors.Is(err, jwt.ErrTokenUnverifiable):
 		return nil, decodingError("The specified alg value is not allowed")
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
 		return nil, decodingError("Token is missing the \"exp\" claim")
@@ -212,7 +203,7 @@ func postAuth(c *call) (answer, error) {
 		return answer{}, err
 	}
 	if realm != "" && !c.isRealm(realm) {
-		c.a.s.Hasher().Dummy(c.ctx, password)
+		c.a.s.DummyPasswordCheck(c.ctx, password)
 		return answer{}, apierr.New(apierr.AuthWrongCredentials, "Authentication failure. Unknown realm: "+realm+".")
 	}
 	if username == "" {

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/authsrv/authsrv"
-	"github.com/authsrv/authsrv/internal/secret"
 	"github.com/authsrv/authsrv/server"
 )
 
@@ -20,7 +19,7 @@ func TestControlSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	s, err := authsrv.New(authsrv.WithDataDir(dir), authsrv.WithKDFParams(secret.Params{Time: 1, Memory: 1024, Threads: 1, KeyLen: 32, SaltLen: 16}))
+	s, err := authsrv.New(authsrv.WithDataDir(dir), authsrv.WithKDFParams(authsrv.KDFParams{Time: 1, Memory: 1024, Threads: 1, KeyLen: 32, SaltLen: 16}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,13 +9,14 @@ import (
 
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/resolver"
+	"github.com/authsrv/authsrv/resolver/builtin"
 	"github.com/authsrv/authsrv/resolver/resolvertest"
 )
 
 // memTypes are the shipped types plus the in-memory one; "ldapresolver"
 // is replaced by it in the resolversz test only.
 func memTypes() resolver.Registry {
-	types := authsrv.DefaultResolverTypes()
+	types := builtin.Types()
 	types[resolvertest.MemTypeName] = resolvertest.MemType()
 	return types
 }

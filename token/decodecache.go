@@ -2,33 +2,40 @@ package token
 
 import (
 	"bytes"
+	"context"
 	"sync"
+
+	"github.com/authsrv/authsrv/store"
 )
 
-// decoded keeps recently read or written token records decoded, keyed by
-// serial and checked against the stored bytes: an entry is used only when
-// the record in the store is byte for byte the one it was decoded from,
-// so a stale entry (a write that was rolled back, another store in the
-// same process) is never returned, only missed. Every authentication
-// reads its user's tokens and writes one back; JSON decoding was the
-// largest cost of both.
-var decoded = decodeCache{m: map[string]decodedEntry{}}
-
-// decodeCacheSize bounds the entries (a few KiB each).
-const decodeCacheSize = 8192
-
+// decodeCache keeps one Service's recently read or written token records
+// decoded, keyed by serial and checked against the stored bytes: an entry
+// is used only when the record in the store is byte for byte the one it was
+// decoded from, so a stale entry (a write that was rolled back, a change
+// made by another node on a shared store) is never returned, only missed.
+// Every authentication reads its user's tokens and writes one back; JSON
+// decoding was the largest cost of both. Each Service has its own cache
+// (built by New), so two Servers in one process share no state.
 type decodeCache struct {
 	mu sync.Mutex
 	m  map[string]decodedEntry
 }
+
+// decodeCacheSize bounds the entries (a few KiB each).
+const decodeCacheSize = 8192
 
 type decodedEntry struct {
 	raw []byte
 	t   *Token
 }
 
+func newDecodeCache() *decodeCache { return &decodeCache{m: map[string]decodedEntry{}} }
+
 // get returns a private copy of the token decoded from raw, if cached.
 func (c *decodeCache) get(serial string, raw []byte) (*Token, bool) {
+	if c == nil {
+		return nil, false
+	}
 	c.mu.Lock()
 	e, ok := c.m[serial]
 	c.mu.Unlock()
@@ -40,6 +47,9 @@ func (c *decodeCache) get(serial string, raw []byte) (*Token, bool) {
 
 // put remembers t as the decoding of raw (both are copied).
 func (c *decodeCache) put(serial string, raw []byte, t *Token) {
+	if c == nil {
+		return
+	}
 	e := decodedEntry{raw: bytes.Clone(raw), t: t.Clone()}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -54,7 +64,49 @@ func (c *decodeCache) put(serial string, raw []byte, t *Token) {
 
 // forget drops serial (a deleted token).
 func (c *decodeCache) forget(serial string) {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	delete(c.m, serial)
 	c.mu.Unlock()
+}
+
+// len counts the entries (for tests).
+func (c *decodeCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
+
+// cachingStore is the Service's view of its store: every transaction it
+// opens carries the Service's decode cache, so that load, save and remove
+// (called with a transaction, not a Service) find the cache of the Service
+// that opened it. A transaction from elsewhere carries none and decodes
+// every record.
+type cachingStore struct {
+	store.Store
+	cache *decodeCache
+}
+
+// cachedTx is a transaction of a cachingStore.
+type cachedTx struct {
+	store.Tx
+	cache *decodeCache
+}
+
+func (c cachingStore) View(ctx context.Context, fn func(store.Tx) error) error {
+	return c.Store.View(ctx, func(tx store.Tx) error { return fn(cachedTx{tx, c.cache}) })
+}
+
+func (c cachingStore) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return c.Store.Update(ctx, func(tx store.Tx) error { return fn(cachedTx{tx, c.cache}) })
+}
+
+// cacheOf returns the decode cache tx carries, or nil.
+func cacheOf(tx store.Tx) *decodeCache {
+	if c, ok := tx.(cachedTx); ok {
+		return c.cache
+	}
+	return nil
 }

@@ -104,11 +104,32 @@ func (s Settings) withDefaults() Settings {
 	return s
 }
 
+// Sealer seals and opens the token secrets (seeds, encrypted PINs,
+// challenge data) with AES-256-GCM and additional data binding each
+// ciphertext to its record. The root passes its key set; the interface
+// keeps the internal implementation out of this package's API.
+type Sealer interface {
+	Seal(plaintext []byte, ad ...string) ([]byte, error)
+	Open(ciphertext []byte, ad ...string) ([]byte, error)
+}
+
+var _ Sealer = (*secret.Sealer)(nil)
+
+// Hasher hashes and verifies token PINs (Argon2id through the root's KDF
+// limiter). The interface keeps the internal implementation out of this
+// package's API.
+type Hasher interface {
+	Hash(ctx context.Context, password string) (string, error)
+	Verify(ctx context.Context, encoded, password string) (ok, rehash bool, err error)
+}
+
+var _ Hasher = (*secret.Hasher)(nil)
+
 // Config wires the service.
 type Config struct {
 	Store  store.Store
-	Sealer *secret.Sealer
-	Hasher *secret.Hasher
+	Sealer Sealer
+	Hasher Hasher
 	// Notify sends e-mail and SMS challenges and RADIUS forwards; may be
 	// nil when no type needs it.
 	Notify *notify.Service
@@ -123,6 +144,9 @@ type Config struct {
 type Service struct {
 	cfg Config
 	set Settings
+	// decoded is this Service's cache of decoded token records; cfg.Store
+	// hands it to load, save and remove with each transaction.
+	decoded *decodeCache
 }
 
 // New returns the service.
@@ -136,7 +160,11 @@ func New(cfg Config) *Service {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
-	return &Service{cfg: cfg, set: cfg.Settings.withDefaults()}
+	decoded := newDecodeCache()
+	if cfg.Store != nil {
+		cfg.Store = cachingStore{Store: cfg.Store, cache: decoded}
+	}
+	return &Service{cfg: cfg, set: cfg.Settings.withDefaults(), decoded: decoded}
 }
 
 // Types returns the type registry.
@@ -218,7 +246,8 @@ func load(tx store.Tx, serial string) (*Token, error) {
 	if raw == nil {
 		return nil, nil
 	}
-	if t, ok := decoded.get(serial, raw); ok {
+	cache := cacheOf(tx)
+	if t, ok := cache.get(serial, raw); ok {
 		return t, nil
 	}
 	var r record
@@ -228,7 +257,7 @@ func load(tx store.Tx, serial string) (*Token, error) {
 	if r.Info == nil {
 		r.Info = map[string]string{}
 	}
-	decoded.put(serial, raw, &r.Token)
+	cache.put(serial, raw, &r.Token)
 	return &r.Token, nil
 }
 
@@ -286,7 +315,7 @@ func save(tx store.Tx, old, t *Token) error {
 	if err := tx.Bucket(bucketTokens).Put([]byte(t.Serial), raw); err != nil {
 		return err
 	}
-	decoded.put(t.Serial, raw, t)
+	cacheOf(tx).put(t.Serial, raw, t)
 	return nil
 }
 
@@ -301,7 +330,7 @@ func remove(tx store.Tx, t *Token) error {
 	if err := deleteChallengesOf(tx, t.Serial); err != nil {
 		return err
 	}
-	decoded.forget(t.Serial)
+	cacheOf(tx).forget(t.Serial)
 	return tx.Bucket(bucketTokens).Delete([]byte(t.Serial))
 }
 

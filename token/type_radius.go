@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/authsrv/authsrv/apierr"
-	"github.com/authsrv/authsrv/internal/radclient"
 	"github.com/authsrv/authsrv/notify"
 )
 
@@ -128,9 +127,9 @@ func (RADIUS) Check(ctx context.Context, c *Check) (Match, error) {
 		return Match{Counter: -1}, fmt.Errorf("token %s: %w", t.Serial, err)
 	}
 	switch resp.Code {
-	case radclient.Accept:
+	case notify.RadiusAccept:
 		return Match{OK: true, Counter: -1}, nil
-	case radclient.Challenge:
+	case notify.RadiusChallenge:
 		return Match{Counter: -1, Message: MsgRadiusChallenge}, nil
 	}
 	return Match{Counter: -1}, nil

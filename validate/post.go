@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/authsrv/authsrv/apierr"
-	"github.com/authsrv/authsrv/internal/radclient"
+	"github.com/authsrv/authsrv/notify"
 	"github.com/authsrv/authsrv/policy"
 )
 
@@ -57,7 +57,7 @@ func (q *req) passthru(ctx context.Context) (Response, bool, error) {
 			Str("radius_server", v).Msg("passthru: RADIUS server gave no answer")
 		return Response{}, false, nil
 	}
-	if resp.Code != radclient.Accept {
+	if resp.Code != notify.RadiusAccept {
 		return Response{}, false, nil
 	}
 	q.pol.note(name)

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/authsrv/authsrv"
-	"github.com/authsrv/authsrv/internal/secret"
 	"github.com/authsrv/authsrv/server"
 	"github.com/authsrv/authsrv/store/storetest"
 )
@@ -24,7 +23,7 @@ func TestAgainstServer(t *testing.T) {
 		authsrv.WithStore(storetest.Open(t)),
 		authsrv.WithEncKey(key),
 		authsrv.WithJWTKey(key),
-		authsrv.WithKDFParams(secret.Params{Time: 1, Memory: 1024, Threads: 1, KeyLen: 32, SaltLen: 16}),
+		authsrv.WithKDFParams(authsrv.KDFParams{Time: 1, Memory: 1024, Threads: 1, KeyLen: 32, SaltLen: 16}),
 	)
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ import (
 
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/audit"
+	"github.com/authsrv/authsrv/resolver/builtin"
 	"github.com/authsrv/authsrv/server"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/store/bolt"
@@ -219,6 +220,7 @@ func (c *common) options(log zerolog.Logger) []authsrv.Option {
 		authsrv.WithLogger(log),
 		authsrv.WithKDFBudget(c.kdfBudget<<20, authsrv.DefaultKDFMaxWait),
 		authsrv.WithOpenTimeout(c.openTimeout),
+		authsrv.WithResolverTypes(builtin.Types()),
 	}
 	if c.nodeName != "" {
 		opts = append(opts, authsrv.WithNodeName(c.nodeName))

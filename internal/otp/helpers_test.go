@@ -7,9 +7,6 @@ import (
 	"testing"
 )
 
-// rfcKey is the RFC 4226/6238 SHA-1 seed "12345678901234567890" (spec §7.1).
-var rfcKey = []byte("12345678901234567890")
-
 func mustHex(t testing.TB, s string) []byte {
 	t.Helper()
 	b, err := hex.DecodeString(s)

@@ -13,8 +13,8 @@
 // Parsing is all it does: it turns a file into Records (and Failures for the
 // entries it could not read) and leaves storing, owners and policies to the
 // token subsystem. It sits on floor 1: it imports the standard library only,
-// and nothing of authsrv (not even internal/otp, which is on the same floor),
-// so that no store, HTTP or policy code can creep in.
+// and nothing of authsrv (not even otp or internal/otp), so that no store,
+// HTTP or policy code can creep in.
 //
 // # Untrusted input
 //

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/authsrv/authsrv/internal/otp"
+	"github.com/authsrv/authsrv/otp"
 )
 
 // RFC 4226 Appendix D, as tabulated in spec §7.1.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/authsrv/authsrv/internal/otp"
+	"github.com/authsrv/authsrv/otp"
 )
 
 // rfcKeyBase32Check is base32check of the RFC key, computed independently with

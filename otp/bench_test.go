@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/authsrv/authsrv/internal/otp"
+	"github.com/authsrv/authsrv/otp"
 )
 
 // BenchmarkCheckHOTP measures a failed check over the default count window,

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/authsrv/authsrv/internal/otp"
+	"github.com/authsrv/authsrv/otp"
 )
 
 func TestOtpauthURL(t *testing.T) {

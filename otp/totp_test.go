@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/authsrv/authsrv/internal/otp"
+	"github.com/authsrv/authsrv/otp"
 )
 
 // RFC 6238 Appendix B, as tabulated in spec §7.2 (step 30 s, T0 = 0, 8 digits).
