@@ -280,35 +280,9 @@ func (o *Ops) eachToken(ctx context.Context, who caller.Caller, op tokenOp, sel 
 		target = sel.Owner
 	}
 	err := o.run(ctx, who, opSpec{event: op.event, action: "POST /token/" + op.path, target: target}, func(ctx context.Context, r *opRun) error {
-		r.Entry.Serial = audit.Text(strings.Join(sel.Serials, ","), 256)
-		if op.adminOnly && !who.IsAdmin() {
-			return errAdminOnly
-		}
-		if op.pre != nil {
-			if err := op.pre(); err != nil {
-				return err
-			}
-		}
-		toks, multi, err := o.targetTokens(ctx, who, sel, op.allowOwner)
+		allowed, multi, err := o.allowedTokens(ctx, who, r, op, sel, &res)
 		if err != nil {
 			return err
-		}
-		noteTokens(r, toks)
-		res.List = multi
-		var allowed []*token.Token
-		for _, t := range toks {
-			ok, err := o.allowedOn(ctx, who, r, op.right, t, nil, nil)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				if !multi {
-					return Denied(who, op.right)
-				}
-				res.Unauthorized = append(res.Unauthorized, t.Serial)
-				continue
-			}
-			allowed = append(allowed, t)
 		}
 		for i, t := range allowed {
 			var hooks []func(store.Tx) error
@@ -329,6 +303,44 @@ func (o *Ops) eachToken(ctx context.Context, who caller.Caller, op tokenOp, sel 
 		return nil
 	})
 	return res, err
+}
+
+// allowedTokens finds the tokens sel selects and keeps those on which who
+// has op's right: for a single token a refusal is the operation's error;
+// of several, the refused serials go to res.Unauthorized. multi reports a
+// list request.
+func (o *Ops) allowedTokens(ctx context.Context, who caller.Caller, r *opRun, op tokenOp, sel TokenSelect, res *TokenBatch) ([]*token.Token, bool, error) {
+	r.Entry.Serial = audit.Text(strings.Join(sel.Serials, ","), 256)
+	if op.adminOnly && !who.IsAdmin() {
+		return nil, false, errAdminOnly
+	}
+	if op.pre != nil {
+		if err := op.pre(); err != nil {
+			return nil, false, err
+		}
+	}
+	toks, multi, err := o.targetTokens(ctx, who, sel, op.allowOwner)
+	if err != nil {
+		return nil, false, err
+	}
+	noteTokens(r, toks)
+	res.List = multi
+	var allowed []*token.Token
+	for _, t := range toks {
+		ok, err := o.allowedOn(ctx, who, r, op.right, t, nil, nil)
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			if !multi {
+				return nil, false, Denied(who, op.right)
+			}
+			res.Unauthorized = append(res.Unauthorized, t.Serial)
+			continue
+		}
+		allowed = append(allowed, t)
+	}
+	return allowed, multi, nil
 }
 
 // noteTokens names the tokens of an operation in its audit entry.
@@ -356,35 +368,13 @@ func (o *Ops) changeTokens(ctx context.Context, who caller.Caller, op tokenOp, s
 		target = sel.Owner
 	}
 	err := o.run(ctx, who, opSpec{event: op.event, action: "POST /token/" + op.path, target: target}, func(ctx context.Context, r *opRun) error {
-		r.Entry.Serial = audit.Text(strings.Join(sel.Serials, ","), 256)
-		if op.adminOnly && !who.IsAdmin() {
-			return errAdminOnly
-		}
-		if op.pre != nil {
-			if err := op.pre(); err != nil {
-				return err
-			}
-		}
-		toks, multi, err := o.targetTokens(ctx, who, sel, op.allowOwner)
+		allowed, multi, err := o.allowedTokens(ctx, who, r, op, sel, &res)
 		if err != nil {
 			return err
 		}
-		noteTokens(r, toks)
-		res.List = multi
-		var serials []string
-		for _, t := range toks {
-			ok, err := o.allowedOn(ctx, who, r, op.right, t, nil, nil)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				if !multi {
-					return Denied(who, op.right)
-				}
-				res.Unauthorized = append(res.Unauthorized, t.Serial)
-				continue
-			}
-			serials = append(serials, t.Serial)
+		serials := make([]string, len(allowed))
+		for i, t := range allowed {
+			serials[i] = t.Serial
 		}
 		if !multi {
 			if len(serials) == 0 {

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -20,30 +21,42 @@ import (
 // abandonN is how many requests each abandon case sends.
 const abandonN = 100
 
-// sendAndReset writes one raw HTTP request on a TCP connection of its own
-// and resets the connection right after the request is written
-// (SO_LINGER 0, so Close sends RST instead of FIN): a client that gives
-// up without waiting for the answer. The server may have read all of the
-// request, part of it or none. Shared by every abandon case (policy and
-// realm writes here; token init and token import join them).
-func sendAndReset(t *testing.T, addr, method, path, auth, contentType, body string) {
+// resetAfter writes raw to addr over a new TCP connection and resets the
+// connection (SO_LINGER 0: Close sends an RST, not a FIN) once the first n
+// bytes are written, as a client that gives up does: at once, or after
+// waiting up to wait for the first byte of the answer. The server may have
+// read all of the request, part of it or none. Every abandon case (policy,
+// realm, token init and token import writes) sends through it.
+func resetAfter(t *testing.T, addr string, raw []byte, n int, wait time.Duration) {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return
 	}
-	conn := c.(*net.TCPConn)
-	if err := conn.SetLinger(0); err != nil {
-		t.Fatal(err)
+	tc := c.(*net.TCPConn)
+	if err := tc.SetLinger(0); err != nil {
+		t.Error(err)
 	}
-	req := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s",
-		method, path, addr, auth, contentType, len(body), body)
-	if _, err := conn.Write([]byte(req)); err != nil {
-		t.Fatal(err)
+	if _, err := tc.Write(raw[:n]); err != nil {
+		t.Error(err)
 	}
-	if err := conn.Close(); err != nil {
-		t.Fatal(err)
+	if wait > 0 {
+		_ = tc.SetReadDeadline(time.Now().Add(wait))
+		_, _ = tc.Read(make([]byte, 1))
 	}
+	if err := tc.Close(); err != nil {
+		t.Error(err)
+	}
+}
+
+// rawRequest is an HTTP/1.1 request as bytes.
+func rawRequest(method, path, auth, ctype string, body []byte) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n",
+		method, path, auth, ctype, len(body))
+	b.Write(body)
+	return b.Bytes()
 }
 
 // busyServer is the real handler on a loopback listener that knows
@@ -170,7 +183,8 @@ func TestAbandonedWritesAudited(t *testing.T) {
 
 			var wg sync.WaitGroup
 			for i := range abandonN {
-				wg.Go(func() { sendAndReset(t, addr, "POST", tc.path(i), tok, tc.ctype, tc.body) })
+				raw := rawRequest("POST", tc.path(i), tok, tc.ctype, []byte(tc.body))
+				wg.Go(func() { resetAfter(t, addr, raw, len(raw), 0) })
 			}
 			wg.Wait()
 			b.waitIdle(t, func() int { return len(tc.exists(t, e.s)) })

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"mime/multipart"
-	"net"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -15,42 +14,6 @@ import (
 	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/server"
 )
-
-// resetAfter writes raw to addr over a new TCP connection and resets the
-// connection (SO_LINGER 0: an RST, not a FIN) once the first n bytes are
-// written, as a client that gives up does: at once, or after waiting up to
-// wait for the first byte of the answer.
-func resetAfter(t *testing.T, addr string, raw []byte, n int, wait time.Duration) {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	tc := c.(*net.TCPConn)
-	if err := tc.SetLinger(0); err != nil {
-		t.Error(err)
-	}
-	if _, err := tc.Write(raw[:n]); err != nil {
-		t.Error(err)
-	}
-	if wait > 0 {
-		_ = tc.SetReadDeadline(time.Now().Add(wait))
-		_, _ = tc.Read(make([]byte, 1))
-	}
-	if err := tc.Close(); err != nil {
-		t.Error(err)
-	}
-}
-
-// rawRequest is an HTTP/1.1 request as bytes.
-func rawRequest(method, path, auth, ctype string, body []byte) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n",
-		method, path, auth, ctype, len(body))
-	b.Write(body)
-	return b.Bytes()
-}
 
 // importFile is an oathcsv file of n HOTP tokens named prefix0000...
 func importFile(t *testing.T, prefix string, n int) (body []byte, ctype string) {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/caller"
-	"github.com/rs/zerolog/hlog"
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/policy"
@@ -35,25 +34,11 @@ func (c *call) optParam(keys ...string) *string {
 // identity (none: an anonymous caller of /validate), the client, the
 // request id, the audit action, and what policy conditions read.
 func (c *call) caller() caller.Caller {
-	who := caller.Caller{Role: caller.APIKey, Client: clientIP(c.r), UserAgent: c.r.UserAgent(),
-		Action:  c.r.Method + " " + c.r.URL.Path,
-		Headers: map[string][]string(c.r.Header.Clone()),
-		Environment: map[string]any{
-			"REMOTE_ADDR": clientIP(c.r).String(), "HTTP_USER_AGENT": c.r.UserAgent(),
-			"SERVER_NAME": c.r.Host, "REQUEST_METHOD": c.r.Method, "PATH_INFO": c.r.URL.Path,
-		},
-	}
-	if id, ok := hlog.IDFromRequest(c.r); ok {
-		who.RequestID = id.String()
-	}
-	if c.who != nil {
-		who.Name, who.Realm = c.who.Username, c.who.Realm
-		switch c.who.Role {
-		case roleAdmin:
-			who.Role = caller.Admin
-		case roleUser:
-			who.Role = caller.User
-		}
+	who := c.validateCaller()
+	who.Headers = map[string][]string(c.r.Header.Clone())
+	who.Environment = map[string]any{
+		"REMOTE_ADDR": clientIP(c.r).String(), "HTTP_USER_AGENT": c.r.UserAgent(),
+		"SERVER_NAME": c.r.Host, "REQUEST_METHOD": c.r.Method, "PATH_INFO": c.r.URL.Path,
 	}
 	if c.p != nil {
 		who.Data = map[string]any{}
