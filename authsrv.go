@@ -235,7 +235,8 @@ func (s *Server) open() error {
 		Types: reg, Settings: c.tokenSettings, Now: c.now, Rand: c.rand})
 	s.realms.SetTokenCheck(token.RealmHasOwners)
 	s.validator = validate.New(validate.Config{Tokens: s.tokens, Realms: s.realms, Policies: s.policies, Resolvers: s.resolvers, Now: c.now,
-		Store: s.st, CacheKey: hkdfSeed(c.encKey, "authsrv auth cache key"), Audit: s.audit, NodeName: c.nodeName})
+		Store: s.st, CacheKey: hkdfSeed(c.encKey, "authsrv auth cache key"), Audit: s.audit, NodeName: c.nodeName,
+		Events: validateEvents(c.eventHandlers)})
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/caller"
 	"github.com/authsrv/authsrv/store"
+	"github.com/authsrv/authsrv/validate"
 )
 
 // Ops is the operation layer: every administrative operation of the HTTP
@@ -43,13 +44,42 @@ type Event struct {
 	Err    error
 }
 
-// EventHandler runs around every operation. Pre runs after the rights
-// check and before the change; an error from Pre aborts the operation
+// EventHandler runs around every operation: those of Ops and the
+// validator's (validate_check, validate_triggerchallenge,
+// validate_poll_transaction). Pre runs after the rights check and before
+// the change; an error from Pre aborts the operation
 // (it is audited as a failure). Post runs after the change committed (or
 // failed); it cannot undo it.
 type EventHandler interface {
 	Pre(ctx context.Context, ev Event) error
 	Post(ctx context.Context, ev Event)
+}
+
+// eventHook runs the event handlers around the validator's operations.
+type eventHook []EventHandler
+
+// validateEvents is the validator's hook of hs (nil without handlers, so
+// that a server without them pays nothing).
+func validateEvents(hs []EventHandler) validate.EventHook {
+	if len(hs) == 0 {
+		return nil
+	}
+	return eventHook(hs)
+}
+
+func (hs eventHook) Pre(ctx context.Context, name string, who caller.Caller, e audit.Entry) error {
+	for _, h := range hs {
+		if err := h.Pre(ctx, Event{Name: name, Caller: who, Entry: e}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (hs eventHook) Post(ctx context.Context, name string, who caller.Caller, e audit.Entry, err error) {
+	for _, h := range hs {
+		h.Post(ctx, Event{Name: name, Caller: who, Entry: e, Err: err})
+	}
 }
 
 // opSpec describes one operation for run.

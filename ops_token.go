@@ -458,7 +458,7 @@ func (o *Ops) SetTokenFields(ctx context.Context, who caller.Caller, sel TokenSe
 // SetTokenDescription sets the description of the selected token (right
 // "setdescription").
 func (o *Ops) SetTokenDescription(ctx context.Context, who caller.Caller, sel TokenSelect, desc string) error {
-	_, err := o.changeTokens(ctx, who, tokenOp{event: "token_description", path: "description", right: "setdescription"}, sel, token.DescriptionChange(desc), one)
+	_, err := o.changeTokens(ctx, who, tokenOp{event: "token_set", path: "description", right: "setdescription"}, sel, token.DescriptionChange(desc), one)
 	return err
 }
 
@@ -484,14 +484,14 @@ func errNoRealm(r string) error {
 // SetTokenInfo sets one tokeninfo value of the selected token
 // (administrators, right "settokeninfo").
 func (o *Ops) SetTokenInfo(ctx context.Context, who caller.Caller, sel TokenSelect, key, value string) error {
-	_, err := o.changeTokens(ctx, who, tokenOp{event: "set_tokeninfo", path: "info", right: "settokeninfo", adminOnly: true}, sel, token.InfoChange(key, value), one)
+	_, err := o.changeTokens(ctx, who, tokenOp{event: "token_info", path: "info", right: "settokeninfo", adminOnly: true}, sel, token.InfoChange(key, value), one)
 	return err
 }
 
 // DeleteTokenInfo removes one tokeninfo value of the selected token
 // (administrators, right "settokeninfo").
 func (o *Ops) DeleteTokenInfo(ctx context.Context, who caller.Caller, sel TokenSelect, key string) error {
-	_, err := o.changeTokens(ctx, who, tokenOp{event: "delete_tokeninfo", path: "info", right: "settokeninfo", adminOnly: true}, sel, token.InfoDeleteChange(key), one)
+	_, err := o.changeTokens(ctx, who, tokenOp{event: "token_info", path: "info", right: "settokeninfo", adminOnly: true}, sel, token.InfoDeleteChange(key), one)
 	return err
 }
 
@@ -715,7 +715,7 @@ func (o *Ops) copyToken(ctx context.Context, who caller.Caller, event, path, rig
 // (administrators, right "cancelchallenge"); it returns how many.
 func (o *Ops) CancelChallenges(ctx context.Context, who caller.Caller, transactionID string) (int, error) {
 	n := 0
-	err := o.run(ctx, who, opSpec{event: "token_challenges_cancel", action: "DELETE /token/challenges/transaction/" + transactionID, right: "cancelchallenge"},
+	err := o.run(ctx, who, opSpec{event: "token_cancelchallenge", action: "DELETE /token/challenges/transaction/" + transactionID, right: "cancelchallenge"},
 		func(ctx context.Context, r *opRun) error {
 			if !who.IsAdmin() {
 				return errAdminOnly

@@ -99,7 +99,7 @@ func (o *Ops) conditionData(ctx context.Context, who caller.Caller, t Target) po
 	if d.RequestData == nil {
 		d.RequestData = map[string]any{}
 	}
-	if who.Role == caller.APIKey || (who.Role != caller.User && t.User == "") {
+	if who.Role == caller.APIKey || who.Role == caller.Anonymous || (who.Role != caller.User && t.User == "") {
 		return d
 	}
 	u, in, err := o.ResolveTarget(ctx, who, t)

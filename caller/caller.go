@@ -18,10 +18,15 @@ type Role string
 // that embeds the library): no rights are checked, but authentication
 // policies and the audit always apply.
 const (
-	Local  Role = ""
-	Admin  Role = "admin"
-	User   Role = "user"
+	Local Role = ""
+	Admin Role = "admin"
+	User  Role = "user"
+	// APIKey is a caller that presented a valid API key (a JWT of role
+	// validate).
 	APIKey Role = "validate"
+	// Anonymous is an untrusted caller without credentials (a client of
+	// /validate/check).
+	Anonymous Role = "anonymous"
 )
 
 // Caller describes who asks and from where.

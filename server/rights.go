@@ -36,10 +36,6 @@ func (c *call) optParam(keys ...string) *string {
 func (c *call) caller() caller.Caller {
 	who := c.validateCaller()
 	who.Headers = map[string][]string(c.r.Header.Clone())
-	who.Environment = map[string]any{
-		"REMOTE_ADDR": clientIP(c.r).String(), "HTTP_USER_AGENT": c.r.UserAgent(),
-		"SERVER_NAME": c.r.Host, "REQUEST_METHOD": c.r.Method, "PATH_INFO": c.r.URL.Path,
-	}
 	if c.p != nil {
 		who.Data = map[string]any{}
 		for _, k := range c.p.keys() {

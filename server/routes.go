@@ -30,8 +30,8 @@ func (a *api) routes() {
 		path string
 		fn   func(c *call) (answer, error)
 	}{{"/validate/check", validateCheck}, {"/validate/samlcheck", validateSAMLCheck}, {"/validate/radiuscheck", validateRadiusCheck}} {
-		a.handle(http.MethodGet, v.path, endpoint{access: public, authLimit: true, auth: true, apiKey: true, fn: v.fn})
-		a.handle(http.MethodPost, v.path, endpoint{access: public, authLimit: true, auth: true, apiKey: true, fn: v.fn})
+		a.handle(http.MethodGet, v.path, endpoint{access: public, authLimit: true, auth: true, fn: v.fn})
+		a.handle(http.MethodPost, v.path, endpoint{access: public, authLimit: true, auth: true, fn: v.fn})
 	}
 	a.handle(http.MethodGet, "/validate/triggerchallenge", endpoint{access: adminRole, action: "triggerchallenge", auth: true, fn: validateTrigger})
 	a.handle(http.MethodPost, "/validate/triggerchallenge", endpoint{access: adminRole, action: "triggerchallenge", auth: true, fn: validateTrigger})

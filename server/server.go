@@ -180,10 +180,7 @@ type endpoint struct {
 	auth bool
 	// authLimit selects the small body limit of /auth and /validate.
 	authLimit bool
-	// apiKey marks the endpoints of AUTHZ api_key_required
-	// (/validate/check, samlcheck and radiuscheck).
-	apiKey bool
-	fn     func(c *call) (answer, error)
+	fn        func(c *call) (answer, error)
 }
 
 // call is one request as handlers see it.
@@ -275,11 +272,6 @@ func (a *api) serve(c *call, ep endpoint, ps httprouter.Params) (answer, error) 
 		return answer{}, err
 	}
 	c.p = p
-	if ep.apiKey {
-		if err := c.checkAPIKey(); err != nil {
-			return answer{}, err
-		}
-	}
 	if ep.action != "" {
 		if err := c.authorize(ep.action); err != nil {
 			return answer{}, err

@@ -13,22 +13,40 @@ import (
 )
 
 // validateCaller is the caller of a /validate request: the identity of
-// its JWT (none for check), the client, the user agent, the request id
-// and the audit action. Policy conditions of validate do not read
-// headers, so they are not copied on this hot path.
+// its JWT (for check, anonymous unless it carries a valid token: an API
+// key, or an administrator's or user's token that api_key_required
+// refuses), the client, the user agent, the request id, the audit action,
+// and the headers and environment policy conditions read (the headers are
+// not copied: the library only reads them).
 func (c *call) validateCaller() caller.Caller {
-	who := caller.Caller{Role: caller.APIKey, Client: clientIP(c.r), UserAgent: c.r.UserAgent(),
-		Action: c.r.Method + " " + c.r.URL.Path}
+	who := caller.Caller{Role: caller.Anonymous, Client: clientIP(c.r), UserAgent: c.r.UserAgent(),
+		Action:  c.r.Method + " " + c.r.URL.Path,
+		Headers: map[string][]string(c.r.Header),
+		Environment: map[string]any{
+			"REMOTE_ADDR": clientIP(c.r).String(), "HTTP_USER_AGENT": c.r.UserAgent(),
+			"SERVER_NAME": c.r.Host, "REQUEST_METHOD": c.r.Method, "PATH_INFO": c.r.URL.Path,
+		},
+	}
 	if id, ok := hlog.IDFromRequest(c.r); ok {
 		who.RequestID = id.String()
 	}
-	if c.who != nil {
-		who.Name, who.Realm = c.who.Username, c.who.Realm
-		switch c.who.Role {
+	id := c.who
+	if id == nil {
+		if raw := bearer(c.r); raw != "" {
+			if cl, err := c.a.verifyJWT(raw); err == nil {
+				id = &identity{Username: cl.Username, Realm: cl.Realm, Role: cl.Role}
+			}
+		}
+	}
+	if id != nil {
+		who.Name, who.Realm = id.Username, id.Realm
+		switch id.Role {
 		case roleAdmin:
 			who.Role = caller.Admin
 		case roleUser:
 			who.Role = caller.User
+		case roleValidate:
+			who.Role = caller.APIKey
 		}
 	}
 	return who

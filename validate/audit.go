@@ -46,13 +46,18 @@ type auditor struct {
 	counted bool
 	// written is set when the entry committed with the token changes.
 	written bool
+	// event is the operation's event name (EventCheck, ...).
+	event string
+	// prepared is the entry inTx prepared; last is the entry written,
+	// for the post event handlers.
+	prepared, last audit.Entry
 }
 
-func (v *Validator) newAuditor(r Request, action string, counted bool) *auditor {
+func (v *Validator) newAuditor(r Request, action, event string, counted bool) *auditor {
 	if r.Caller.Action != "" {
 		action = r.Caller.Action
 	}
-	return &auditor{v: v, r: r, action: action, started: v.cfg.Now(), counted: counted}
+	return &auditor{v: v, r: r, action: action, event: event, started: v.cfg.Now(), counted: counted}
 }
 
 // authentication is the authentication column of an answer.
@@ -93,7 +98,11 @@ func (a *auditor) entry(res Response, used []string, err error) audit.Entry {
 	}
 	switch who.Role {
 	case caller.Admin:
-		e.Administrator = who.Name
+		if a.event == EventTrigger {
+			// The administrator whose right triggered it (a JWT that
+			// came along with a check names nobody).
+			e.Administrator = who.Name
+		}
 	case caller.User:
 		if e.User == "" {
 			e.User, e.Realm = who.Name, who.Realm
@@ -154,7 +163,8 @@ func (a *auditor) inTx(res Response, used []string, q *req) func(store.Tx) error
 	if l == nil {
 		return nil
 	}
-	p := l.Prepare(a.entry(res, used, nil))
+	a.prepared = a.entry(res, used, nil)
+	p := l.Prepare(a.prepared)
 	rec := a.record(q, a.outcome(res, nil))
 	return func(tx store.Tx) error {
 		if _, err := l.WritePrepared(tx, p); err != nil {
@@ -186,11 +196,16 @@ func (a *auditor) finish(ctx context.Context, q *req, res Response, err error) (
 		used = q.pol.used
 	}
 	res.Policies = slices.Clone(used)
-	if a.written || a.v.cfg.Audit == nil {
+	if a.written {
+		a.last = a.prepared
+		return res, err
+	}
+	e := a.entry(res, used, err)
+	a.last = e
+	if a.v.cfg.Audit == nil {
 		return res, err
 	}
 	ctx = context.WithoutCancel(ctx)
-	e := a.entry(res, used, err)
 	var werr error
 	if rec := a.record(q, a.outcome(res, err)); rec == nil {
 		_, werr = a.v.cfg.Audit.Write(ctx, e)

@@ -480,9 +480,16 @@ var ErrTriggerNoUser = apierr.New(apierr.Parameter, "The user can not be found i
 // user's tokens (not a serial's). With no challenge made the answer has
 // no message (Messages holds the send error, if any).
 func (v *Validator) Trigger(ctx context.Context, r Request) (Response, error) {
-	a := v.newAuditor(r, ActionTrigger, false)
-	q, res, err := v.trigger(ctx, r, a)
-	return a.finish(ctx, q, res, err)
+	a := v.newAuditor(r, ActionTrigger, EventTrigger, false)
+	var q *req
+	var res Response
+	err := v.pre(ctx, a)
+	if err == nil {
+		q, res, err = v.trigger(ctx, r, a)
+	}
+	res, err = a.finish(ctx, q, res, err)
+	v.post(ctx, a, err)
+	return res, err
 }
 
 func (v *Validator) trigger(ctx context.Context, r Request, a *auditor) (*req, Response, error) {
@@ -534,9 +541,15 @@ func (v *Validator) trigger(ctx context.Context, r Request, a *auditor) (*req, R
 // r.TransactionID was answered correctly and not yet used. It writes its
 // audit entry.
 func (v *Validator) Poll(ctx context.Context, r Request) (Response, error) {
-	a := v.newAuditor(r, ActionPoll, false)
-	res, err := v.poll(ctx, r)
-	return a.finish(ctx, nil, res, err)
+	a := v.newAuditor(r, ActionPoll, EventPoll, false)
+	var res Response
+	err := v.pre(ctx, a)
+	if err == nil {
+		res, err = v.poll(ctx, r)
+	}
+	res, err = a.finish(ctx, nil, res, err)
+	v.post(ctx, a, err)
+	return res, err
 }
 
 func (v *Validator) poll(ctx context.Context, r Request) (Response, error) {

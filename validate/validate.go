@@ -206,6 +206,9 @@ type Config struct {
 	Audit *audit.Log
 	// NodeName names this node in the audit entries.
 	NodeName string
+	// Events, when set, runs around every operation (the event
+	// handlers).
+	Events EventHook
 }
 
 // Validator decides authentication requests.
@@ -248,12 +251,19 @@ type req struct {
 // Check decides a request and writes its audit entry and authentication
 // record.
 func (v *Validator) Check(ctx context.Context, r Request) (Response, error) {
-	a := v.newAuditor(r, ActionCheck, true)
-	q, res, err := v.check(ctx, r, a)
+	a := v.newAuditor(r, ActionCheck, EventCheck, true)
+	var q *req
+	var res Response
+	err := v.pre(ctx, a)
+	if err == nil {
+		q, res, err = v.check(ctx, r, a)
+	}
 	if err == nil && res.SendFailed && r.RaiseSendError {
 		err = apierr.New(apierr.Server, res.Message)
 	}
-	return a.finish(ctx, q, res, err)
+	res, err = a.finish(ctx, q, res, err)
+	v.post(ctx, a, err)
+	return res, err
 }
 
 // check is Check before the audit; q is nil when the request did not get
@@ -296,6 +306,11 @@ func (v *Validator) start(ctx context.Context, r Request, a *auditor) (*req, err
 	q, err := v.newReq(ctx, r, a)
 	if err != nil {
 		return nil, err
+	}
+	if a.event == EventCheck {
+		if err := q.requireAPIKey(ctx); err != nil {
+			return q, err
+		}
 	}
 	if err := q.prepare(ctx); err != nil {
 		return q, err
