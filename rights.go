@@ -90,11 +90,8 @@ func Denied(who caller.Caller, action string) error {
 func (o *Ops) conditionData(ctx context.Context, who caller.Caller, t Target) policy.ConditionData {
 	d := policy.ConditionData{
 		Headers:     who.Headers,
-		Environment: who.Environment,
+		Environment: who.Env(),
 		RequestData: who.Data,
-	}
-	if d.Environment == nil {
-		d.Environment = map[string]any{}
 	}
 	if d.RequestData == nil {
 		d.RequestData = map[string]any{}

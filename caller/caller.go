@@ -49,10 +49,12 @@ type Caller struct {
 	// column shows it ("GET /validate/check"). Empty: the operation's
 	// own name (the POST form of its HTTP path).
 	Action string
-	// Headers and Environment are what policy conditions of type
-	// HTTP header and HTTP environment read (HTTP callers only).
+	// Headers and Environment are what policy conditions of type HTTP
+	// header and HTTP environment read (HTTP callers only). Environment
+	// is called only when a condition reads it, so that a request no
+	// such condition looks at does not build it.
 	Headers     map[string][]string
-	Environment map[string]any
+	Environment func() map[string]any
 	// Data are the request's parameters for policy conditions of type
 	// request data (never a password).
 	Data map[string]any
@@ -65,6 +67,18 @@ func (c Caller) Trusted() bool { return c.Role == Local }
 // IsAdmin reports whether the caller acts as an administrator (a local one
 // included).
 func (c Caller) IsAdmin() bool { return c.Role == Local || c.Role == Admin }
+
+// Env is the caller's environment for policy conditions (empty, never
+// nil, when there is none).
+func (c Caller) Env() map[string]any {
+	if c.Environment == nil {
+		return map[string]any{}
+	}
+	if env := c.Environment(); env != nil {
+		return env
+	}
+	return map[string]any{}
+}
 
 // String names the caller for logs.
 func (c Caller) String() string {

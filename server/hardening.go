@@ -115,12 +115,15 @@ func (a *api) decideHardening(ctx context.Context, r *http.Request, snap func() 
 // the request's headers and environment (parameters may not be decoded
 // yet when an error is answered).
 func requestConditionData(r *http.Request) policy.ConditionData {
-	return policy.ConditionData{
-		Headers: map[string][]string(r.Header.Clone()),
-		Environment: map[string]any{
-			"REMOTE_ADDR": clientIP(r).String(), "HTTP_USER_AGENT": r.UserAgent(),
-			"SERVER_NAME": r.Host, "REQUEST_METHOD": r.Method, "PATH_INFO": r.URL.Path,
-		},
+	return policy.ConditionData{Headers: map[string][]string(r.Header.Clone()), Environment: requestEnvironment(r)}
+}
+
+// requestEnvironment is the request's environment as policy conditions of
+// type HTTP environment read it.
+func requestEnvironment(r *http.Request) map[string]any {
+	return map[string]any{
+		"REMOTE_ADDR": clientIP(r).String(), "HTTP_USER_AGENT": r.UserAgent(),
+		"SERVER_NAME": r.Host, "REQUEST_METHOD": r.Method, "PATH_INFO": r.URL.Path,
 	}
 }
 

@@ -20,12 +20,9 @@ import (
 // not copied: the library only reads them).
 func (c *call) validateCaller() caller.Caller {
 	who := caller.Caller{Role: caller.Anonymous, Client: clientIP(c.r), UserAgent: c.r.UserAgent(),
-		Action:  c.r.Method + " " + c.r.URL.Path,
-		Headers: map[string][]string(c.r.Header),
-		Environment: map[string]any{
-			"REMOTE_ADDR": clientIP(c.r).String(), "HTTP_USER_AGENT": c.r.UserAgent(),
-			"SERVER_NAME": c.r.Host, "REQUEST_METHOD": c.r.Method, "PATH_INFO": c.r.URL.Path,
-		},
+		Action:      c.r.Method + " " + c.r.URL.Path,
+		Headers:     map[string][]string(c.r.Header),
+		Environment: func() map[string]any { return requestEnvironment(c.r) },
 	}
 	if id, ok := hlog.IDFromRequest(c.r); ok {
 		who.RequestID = id.String()

@@ -34,7 +34,7 @@ func (q *req) requireAPIKey(ctx context.Context) error {
 	}
 	pq := policy.Query{Scope: policy.ScopeAuthorization, Client: who.Client, UserAgent: who.UserAgent,
 		Data: func() policy.ConditionData {
-			return policy.ConditionData{Headers: who.Headers, Environment: who.Environment, RequestData: who.Data}
+			return policy.ConditionData{Headers: who.Headers, Environment: who.Env(), RequestData: who.Data}
 		}}
 	// A request without a user (a serial) matches only policies that name
 	// no user or realm.

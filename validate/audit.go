@@ -48,9 +48,16 @@ type auditor struct {
 	written bool
 	// event is the operation's event name (EventCheck, ...).
 	event string
-	// prepared is the entry inTx prepared; last is the entry written,
-	// for the post event handlers.
-	prepared, last audit.Entry
+	// last is the entry written (or being written in the commit), for
+	// the post event handlers; kept only when there are some.
+	last *audit.Entry
+}
+
+// keep remembers e for the post event handlers.
+func (a *auditor) keep(e audit.Entry) {
+	if a.v.cfg.Events != nil {
+		a.last = &e
+	}
 }
 
 func (v *Validator) newAuditor(r Request, action, event string, counted bool) *auditor {
@@ -163,8 +170,9 @@ func (a *auditor) inTx(res Response, used []string, q *req) func(store.Tx) error
 	if l == nil {
 		return nil
 	}
-	a.prepared = a.entry(res, used, nil)
-	p := l.Prepare(a.prepared)
+	e := a.entry(res, used, nil)
+	a.keep(e)
+	p := l.Prepare(e)
 	rec := a.record(q, a.outcome(res, nil))
 	return func(tx store.Tx) error {
 		if _, err := l.WritePrepared(tx, p); err != nil {
@@ -195,13 +203,12 @@ func (a *auditor) finish(ctx context.Context, q *req, res Response, err error) (
 	if q != nil {
 		used = q.pol.used
 	}
-	res.Policies = slices.Clone(used)
+	res.Policies = used
 	if a.written {
-		a.last = a.prepared
 		return res, err
 	}
 	e := a.entry(res, used, err)
-	a.last = e
+	a.keep(e)
 	if a.v.cfg.Audit == nil {
 		return res, err
 	}

@@ -39,5 +39,9 @@ func (v *Validator) post(ctx context.Context, a *auditor, err error) {
 	if v.cfg.Events == nil {
 		return
 	}
-	v.cfg.Events.Post(context.WithoutCancel(ctx), a.event, a.r.Caller, a.last, err)
+	var e audit.Entry
+	if a.last != nil {
+		e = *a.last
+	}
+	v.cfg.Events.Post(context.WithoutCancel(ctx), a.event, a.r.Caller, e, err)
 }

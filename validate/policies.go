@@ -25,7 +25,7 @@ type policies struct {
 	used []string
 	// who is the request's caller (client and user agent are matched);
 	// u is the request's user as it is resolved.
-	who caller.Caller
+	who *caller.Caller
 	u   *user.User
 }
 

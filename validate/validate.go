@@ -320,7 +320,7 @@ func (v *Validator) start(ctx context.Context, r Request, a *auditor) (*req, err
 
 func (v *Validator) newReq(ctx context.Context, r Request, a *auditor) (*req, error) {
 	q := &req{v: v, r: r, a: a}
-	q.pol.who, q.pol.u = r.Caller, &q.u
+	q.pol.who, q.pol.u = &q.r.Caller, &q.u
 	if r.Policies != nil {
 		q.pol.snap = r.Policies
 	} else if v.cfg.Policies != nil {
