@@ -284,6 +284,12 @@ func (o *Ops) eachToken(ctx context.Context, who caller.Caller, op tokenOp, sel 
 		if err != nil {
 			return err
 		}
+		if len(allowed) > 1 {
+			// Each token is its own transaction and the entry goes with
+			// the last: once the first commits, a client that leaves
+			// does not stop the rest (nor its entry).
+			ctx = context.WithoutCancel(ctx)
+		}
 		for i, t := range allowed {
 			var hooks []func(store.Tx) error
 			if i == len(allowed)-1 {
