@@ -131,9 +131,12 @@ func validateSAMLCheck(c *call) (answer, error) {
 				}
 			}
 		}
+		// privacyIDEA sends these null when the user store has none (no
+		// client of spec/real-clients.md reads samlcheck with a typed
+		// getter).
 		for _, k := range []string{"email", "surname", "givenname", "mobile", "phone"} {
 			if _, ok := attrs[k]; !ok {
-				attrs[k] = ""
+				attrs[k] = nil
 			}
 		}
 	}

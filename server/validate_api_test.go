@@ -64,6 +64,25 @@ func TestValidateCheckHOTP(t *testing.T) {
 	}
 }
 
+// TestSAMLCheckMissingAttributesNull: the SAML attributes a user store
+// does not have are null, as privacyIDEA sends them.
+func TestSAMLCheckMissingAttributesNull(t *testing.T) {
+	e, tok := tokenEnv(t)
+	wantOK(t, e.admin(t, tok, "POST", "/resolver/mem1", form("type", "memresolver", "Editable", "True")))
+	wantOK(t, e.admin(t, tok, "POST", "/user/", form("user", "dora", "resolver", "mem1", "password", "d0ra", "givenname", "Dora")))
+	wantOK(t, e.admin(t, tok, "POST", "/token/init", form("serial", "S1", "otpkey", rfcKeyHex, "user", "dora", "realm", "realm1", "pin", "pin")))
+	r := e.do(t, "POST", "/validate/samlcheck", formType, form("user", "dora", "realm", "realm1", "pass", "pin"+rfcHOTP[0]), nil)
+	attrs, _ := at(r.json, "result.value.attributes").(map[string]any)
+	if at(r.json, "result.value.auth") != true || attrs["username"] != "dora" || attrs["givenname"] != "Dora" {
+		t.Fatalf("samlcheck %s", r.body)
+	}
+	for _, k := range []string{"email", "surname", "mobile", "phone"} {
+		if v, ok := attrs[k]; !ok || v != nil {
+			t.Errorf("attribute %s = %#v (present %v), want null", k, v, ok)
+		}
+	}
+}
+
 func TestValidateParallelSameOTP(t *testing.T) {
 	e, tok := tokenEnv(t)
 	wantOK(t, e.admin(t, tok, "POST", "/token/init", form("serial", "P64", "otpkey", rfcKeyHex, "user", "alice", "realm", "realm1")))
