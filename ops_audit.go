@@ -75,6 +75,7 @@ func (o *Ops) SearchAudit(ctx context.Context, who caller.Caller, q audit.Query)
 	var res audit.Result
 	err := o.run(ctx, who, opSpec{event: "audit_search", action: "GET /audit/", right: rightAuditLog, target: auditTarget(who, q)},
 		func(ctx context.Context, r *opRun) error {
+			r.Entry.Serial = audit.Text(q.Filters["serial"], 256)
 			nq, err := o.auditQuery(ctx, who, r, q)
 			if err != nil {
 				return err
@@ -96,6 +97,7 @@ func (o *Ops) DownloadAudit(ctx context.Context, who caller.Caller, q audit.Quer
 	var rows AuditRows
 	err := o.run(ctx, who, opSpec{event: "audit_download", action: "GET /audit/", right: rightAuditDownload, target: auditTarget(who, q)},
 		func(ctx context.Context, r *opRun) error {
+			r.Entry.Serial = audit.Text(q.Filters["serial"], 256)
 			nq, err := o.auditQuery(ctx, who, r, q)
 			if err != nil {
 				return err

@@ -128,7 +128,6 @@ type ResolverListRequest struct {
 func (o *Ops) Resolvers(ctx context.Context, who caller.Caller, req ResolverListRequest) ([]resolver.Def, error) {
 	var out []resolver.Def
 	err := o.readConfig(ctx, who, "get_resolvers", "GET /resolver/"+req.Name, rightResolverRead, Target{Resolver: req.Name}, func(ctx context.Context, r *opRun) error {
-		r.Entry.Resolver = req.Name
 		list, err := o.s.resolvers.List(ctx, req.Type, req.Editable)
 		if err != nil {
 			return err
@@ -152,7 +151,6 @@ func (o *Ops) TestResolver(ctx context.Context, who caller.Caller, params map[st
 	var value any
 	var desc string
 	err := o.readConfig(ctx, who, "test_resolver", "POST /resolver/test", rightResolverWrite, Target{Resolver: stored}, func(ctx context.Context, r *opRun) error {
-		r.Entry.Resolver = stored
 		var err error
 		value, desc, err = o.s.resolvers.Test(ctx, params, stored)
 		return err
