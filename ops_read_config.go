@@ -3,6 +3,7 @@ package authsrv
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -138,6 +139,22 @@ func (o *Ops) Resolvers(ctx context.Context, who caller.Caller, req ResolverList
 				out = append(out, d)
 			}
 		}
+		return nil
+	})
+	return out, err
+}
+
+// ResolverDefaults is the default configuration of the resolver type
+// typ (event get_resolver_defaults); none of ours has template values,
+// so it is empty for a known type and an error for an unknown one.
+func (o *Ops) ResolverDefaults(ctx context.Context, who caller.Caller, typ string) (map[string]string, error) {
+	var out map[string]string
+	err := o.readConfig(ctx, who, "get_resolver_defaults", "GET /resolver/"+typ+"/default", "", Target{}, func(ctx context.Context, r *opRun) error {
+		types := o.s.resolvers.Types()
+		if !slices.Contains(types, typ) {
+			return apierr.New(apierr.Parameter, fmt.Sprintf("resolver type : %s not in %v", typ, types))
+		}
+		out = map[string]string{}
 		return nil
 	})
 	return out, err

@@ -269,6 +269,10 @@ func TestReadsOneAuditEntry(t *testing.T) {
 			_, err := o.Resolvers(ctx, admin, authsrv.ResolverListRequest{})
 			return err
 		}},
+		{"resolver defaults", "GET /resolver/passwdresolver/default", func(ctx context.Context) error {
+			_, err := o.ResolverDefaults(ctx, admin, "passwdresolver")
+			return err
+		}},
 		{"policies", "GET /policy/", func(ctx context.Context) error { _, err := o.Policies(ctx, admin, policy.Filter{}); return err }},
 		{"policy defs", "GET /policy/defs/", func(ctx context.Context) error { _, err := o.PolicyDefs(ctx, admin, ""); return err }},
 		{"policy export", "GET /policy/export/", func(ctx context.Context) error { _, err := o.ExportPolicies(ctx, admin); return err }},
@@ -344,5 +348,29 @@ func TestReadsGetSerial(t *testing.T) {
 	tk, err := s.Tokens().Get(ctx, "A1")
 	if err != nil || tk.Count != 0 {
 		t.Errorf("A1 counter %d after getserial, want 0 (err %v)", tk.Count, err)
+	}
+}
+
+// TestReadsEvents: the event handlers run around a read under its event
+// name; an error from Pre refuses the read, and the refusal is audited.
+func TestReadsEvents(t *testing.T) {
+	rec := &recorder{}
+	s := configServer(t, authsrv.WithEventHandler(rec))
+	if _, err := s.Ops().ListUsers(t.Context(), caller.Caller{}, authsrv.UserListRequest{Realms: []string{"realm1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rec.seen, []string{"pre user_list", "post user_list"}) {
+		t.Errorf("handler saw %v", rec.seen)
+	}
+
+	refusing := &recorder{refuse: fmt.Errorf("not now")}
+	s = configServer(t, authsrv.WithEventHandler(refusing))
+	before := len(auditRows(t, s))
+	if _, err := s.Ops().SMTPServers(t.Context(), caller.Caller{}); err == nil || err.Error() != "not now" {
+		t.Fatalf("err = %v, want the handler's", err)
+	}
+	after := auditRows(t, s)
+	if len(after) != before+1 || fmt.Sprint(after[len(after)-1]["success"]) != "0" {
+		t.Errorf("%d entries, last %v", len(after)-before, after[len(after)-1])
 	}
 }

@@ -24,10 +24,11 @@ func TestReadsAuditedOnce(t *testing.T) {
 		{"POST", "/resolver/test", `{"type":"passwdresolver","fileName":"/nonexistent"}`},
 		{"POST", "/smtpserver/send_test_email", `{"identifier":"m","server":"127.0.0.1","port":"1","recipient":"a@example.org","sender":"b@example.org"}`},
 		{"GET", "/user/attribute?user=nobody", ""}, {"GET", "/user/editable_attributes/", ""},
+		{"GET", "/resolver/passwdresolver/default", ""},
 	}
 	// These need no right beyond the admin role.
 	noRight := map[string]bool{"/realm/": true, "/realm/superuser": true, "/defaultrealm": true,
-		"/user/attribute?user=nobody": true, "/user/editable_attributes/": true}
+		"/user/attribute?user=nobody": true, "/user/editable_attributes/": true, "/resolver/passwdresolver/default": true}
 	count := func(t *testing.T, e *env) int {
 		t.Helper()
 		res, err := e.s.Audit().Search(t.Context(), audit.Query{PageSize: 1})

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
@@ -71,17 +70,17 @@ func getResolvers(c *call) (answer, error) {
 	return answer{value: out}, nil
 }
 
-// getResolverDefaults is GET /resolver/{type}/default: the default
-// configuration of a type (none of ours has template values). The type
-// arrives as the path segment "resolvername".
+// getResolverDefaults is GET /resolver/{type}/default
+// (authsrv.Ops.ResolverDefaults). The type arrives as the path segment
+// "resolvername".
 func getResolverDefaults(c *call) (answer, error) {
 	typ, _ := c.p.str("resolvername")
-	for _, t := range c.a.s.Resolvers().Types() {
-		if t == typ {
-			return answer{value: map[string]any{}}, nil
-		}
+	v, err := c.a.s.Ops().ResolverDefaults(c.ctx, c.caller(), typ)
+	c.ran()
+	if err != nil {
+		return answer{}, err
 	}
-	return answer{}, apierr.New(apierr.Parameter, fmt.Sprintf("resolver type : %s not in %v", typ, c.a.s.Resolvers().Types()))
+	return answer{value: v}, nil
 }
 
 // postResolver is POST /resolver/{resolver}; POST /resolver/test shares
