@@ -8,7 +8,6 @@ import (
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/audit"
-	"github.com/authsrv/authsrv/policy"
 )
 
 // auditParams are the GET /audit/ parameters that are not column filters.
@@ -17,9 +16,9 @@ import (
 var auditParams = []string{"timelimit", "page", "page_size", "sortorder", "csvfile", "sortname", "rp", "query", "qtype"}
 
 // auditQuery builds the query of GET /audit/ and its CSV download: column
-// filters, timelimit, paging and order, narrowed by the caller's
-// auditlog_age and hide_audit_columns policies; a user sees only its own
-// entries.
+// filters, timelimit, paging and order. The library narrows it by the
+// caller's auditlog_age and hide_audit_columns policies, and to a user's
+// own entries.
 func (c *call) auditQuery() (audit.Query, error) {
 	q := audit.Query{Filters: map[string]string{}}
 	for _, k := range c.p.keys() {
@@ -34,7 +33,6 @@ func (c *call) auditQuery() (audit.Query, error) {
 			q.Filters[k] = v
 		}
 	}
-	now := c.a.s.Now()
 	if tl, err := c.p.str("timelimit"); err != nil {
 		return q, err
 	} else if tl != "" {
@@ -42,7 +40,7 @@ func (c *call) auditQuery() (audit.Query, error) {
 		if err != nil {
 			return q, err
 		}
-		q.Since = now.Add(-d)
+		q.Since = c.a.s.Now().Add(-d)
 	}
 	var err error
 	if q.Page, err = c.p.integer("page", 1); err != nil {
@@ -56,52 +54,17 @@ func (c *call) auditQuery() (audit.Query, error) {
 		return q, err
 	}
 	q.Ascending = strings.EqualFold(order, "asc")
-
-	if c.who.Role == roleUser {
-		q.Filters["user"], q.Filters["realm"] = c.who.Username, c.who.Realm
-	}
-	pq := c.policyQuery("auditlog_age")
-	pq.User, pq.Realm, pq.Resolver = nil, nil, nil
-	if c.who.Role == roleUser {
-		pq.User, pq.Realm = policy.Str(c.who.Username), policy.Str(c.who.Realm)
-	}
-	ages, err := c.a.s.Policies().Values(c.ctx, pq, true, false)
-	if err != nil {
-		return q, err
-	}
-	for v, names := range ages {
-		c.policies = append(c.policies, names...)
-		d, err := audit.ParseTimelimit(v)
-		if err != nil {
-			continue
-		}
-		if since := now.Add(-d); since.After(q.Since) {
-			q.Since = since
-		}
-	}
-	pq.Action = "hide_audit_columns"
-	hide, err := c.a.s.Policies().Values(c.ctx, pq, false, false)
-	if err != nil {
-		return q, err
-	}
-	for col, names := range hide {
-		c.policies = append(c.policies, names...)
-		q.Hide = append(q.Hide, col)
-	}
-	slices.Sort(q.Hide)
 	return q, nil
 }
 
-// getAudit is GET /audit/.
+// getAudit is GET /audit/ (authsrv.Ops.SearchAudit).
 func getAudit(c *call) (answer, error) {
-	if err := c.authorize("auditlog"); err != nil {
-		return answer{}, err
-	}
 	q, err := c.auditQuery()
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("auditlog", err)
 	}
-	res, err := c.a.s.Audit().Search(c.ctx, q)
+	res, err := c.a.s.Ops().SearchAudit(c.ctx, c.caller(), q)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
@@ -119,23 +82,20 @@ func getAudit(c *call) (answer, error) {
 	return answer{value: v}, nil
 }
 
-// getAuditCSV is GET /audit/{name}.csv: every matching entry as a CSV
-// download, streamed.
+// getAuditCSV is GET /audit/{name}.csv (authsrv.Ops.DownloadAudit): every
+// matching entry as a CSV download, streamed.
 func getAuditCSV(c *call) (answer, error) {
 	name, _ := c.p.str("csvfile")
 	if !strings.HasSuffix(name, ".csv") {
 		return answer{}, apierr.New(apierr.ResourceNotFound, "The requested URL was not found on the server.")
 	}
-	if err := c.authorize("auditlog_download"); err != nil {
-		return answer{}, err
-	}
 	q, err := c.auditQuery()
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("auditlog_download", err)
 	}
-	// Check the query before the first byte goes out.
-	q.PageSize = 1
-	if _, err := c.a.s.Audit().Search(c.ctx, q); err != nil {
+	rows, err := c.a.s.Ops().DownloadAudit(c.ctx, c.caller(), q)
+	c.ran()
+	if err != nil {
 		return answer{}, err
 	}
 	return answer{raw: func(w http.ResponseWriter) {
@@ -145,6 +105,6 @@ func getAuditCSV(c *call) (answer, error) {
 		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": safeFilename(name)}))
 		w.WriteHeader(http.StatusOK)
 		ctx := c.r.Context()
-		_ = audit.WriteCSV(w, func(fn func(audit.Row) error) error { return c.a.s.Audit().Each(ctx, q, fn) })
+		_ = audit.WriteCSV(w, func(fn func(audit.Row) error) error { return rows(ctx, fn) })
 	}}, nil
 }

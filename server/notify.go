@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 
@@ -77,45 +76,37 @@ func postSMTPServer(c *call) (answer, error) {
 	return answer{value: true}, err
 }
 
-// sendTestEmail sends the test mail with an inline definition: value true,
-// or false with the reason in detail.message.
+// sendTestEmail sends the test mail with an inline definition
+// (authsrv.Ops.SendTestEmail): value true, or false with the reason in
+// detail.message.
 func sendTestEmail(c *call) (answer, error) {
-	// A test mail changes nothing: the right is checked here, and the
-	// request audited by the HTTP wrapper.
-	if err := c.authorize("smtpserver_write"); err != nil {
-		return answer{}, err
-	}
 	// The path segment is "smtpid"; the definition names itself in the
 	// body's "identifier".
 	id, err := c.p.required("identifier")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("smtpserver_write", err)
 	}
 	recipient, err := c.p.required("recipient")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("smtpserver_write", err)
 	}
 	d, err := c.smtpParams(id)
 	if err != nil {
+		return answer{}, c.refused("smtpserver_write", err)
+	}
+	res, err := c.a.s.Ops().SendTestEmail(c.ctx, c.caller(), d, recipient)
+	c.ran()
+	if err != nil {
 		return answer{}, err
 	}
-	if d.Server == "" {
-		return answer{}, apierr.MissingParameter("server")
-	}
-	if err := c.a.s.Notify().SendTestMail(c.ctx, d, recipient); err != nil {
-		// A delivery failure is an answer (false, with the short reason);
-		// bad input is an error.
-		if ae, ok := errors.AsType[*apierr.Error](err); ok && errors.Is(err, notify.ErrSendFailed) {
-			return answer{value: false, detail: map[string]any{"message": ae.Error()}}, nil
-		}
-		return answer{}, err
-	}
-	return answer{value: true, detail: map[string]any{"message": "The test email was sent."}}, nil
+	return answer{value: res.OK, detail: map[string]any{"message": res.Message}}, nil
 }
 
-// getSMTPServers is GET /smtpserver/: a list of definitions (censored).
+// getSMTPServers is GET /smtpserver/ (authsrv.Ops.SMTPServers): a list of
+// definitions (censored).
 func getSMTPServers(c *call) (answer, error) {
-	list, err := c.a.s.Notify().SMTPServers(c.ctx)
+	list, err := c.a.s.Ops().SMTPServers(c.ctx, c.caller())
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
@@ -206,21 +197,24 @@ func (c *call) gatewayParams() (notify.Gateway, error) {
 }
 
 // getSMSGateways serves GET /smsgateway/, /smsgateway/{gwid} and
-// /smsgateway/providers.
+// /smsgateway/providers (authsrv.Ops.SMSGateways, SMSProviders).
 func getSMSGateways(c *call) (answer, error) {
 	sel, _ := c.p.str("gwid")
 	if sel == "providers" {
-		return answer{value: notify.Providers()}, nil
+		v, err := c.a.s.Ops().SMSProviders(c.ctx, c.caller())
+		c.ran()
+		return answer{value: v}, err
 	}
 	id := 0
 	if sel != "" {
 		n, err := strconv.Atoi(sel)
 		if err != nil || n <= 0 {
-			return answer{}, apierr.New(apierr.Parameter, "The gateway id must be a positive integer.")
+			return answer{}, c.refused("smsgateway_read", apierr.New(apierr.Parameter, "The gateway id must be a positive integer."))
 		}
 		id = n
 	}
-	list, err := c.a.s.Notify().Gateways(c.ctx, id)
+	list, err := c.a.s.Ops().SMSGateways(c.ctx, c.caller(), id)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
@@ -321,32 +315,31 @@ func (c *call) radiusParams(id string) (notify.RadiusServer, error) {
 	return d, nil
 }
 
-// radiusTest is POST /radiusserver/test_request: true iff Access-Accept.
+// radiusTest is POST /radiusserver/test_request (authsrv.Ops.TestRadius):
+// true iff Access-Accept.
 func radiusTest(c *call) (answer, error) {
-	// A test request changes nothing: the right is checked here, and the
-	// request audited by the HTTP wrapper.
-	if err := c.authorize("radiusserver_write"); err != nil {
-		return answer{}, err
-	}
 	id, err := c.p.required("identifier")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("radiusserver_write", err)
 	}
 	user, err := c.p.required("username")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("radiusserver_write", err)
 	}
 	pw, err := c.p.required("password")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("radiusserver_write", err)
 	}
-	ok, err := c.a.s.Notify().TestRadius(c.ctx, id, user, pw)
+	ok, err := c.a.s.Ops().TestRadius(c.ctx, c.caller(), id, user, pw)
+	c.ran()
 	return answer{value: ok}, err
 }
 
-// getRadiusServers is GET /radiusserver/: a list (secrets censored).
+// getRadiusServers is GET /radiusserver/ (authsrv.Ops.RadiusServers): a
+// list (secrets censored).
 func getRadiusServers(c *call) (answer, error) {
-	list, err := c.a.s.Notify().RadiusServers(c.ctx)
+	list, err := c.a.s.Ops().RadiusServers(c.ctx, c.caller())
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}

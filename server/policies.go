@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/policy"
 )
@@ -65,30 +66,19 @@ func getPolicySub(c *call) (answer, error) {
 	case "export":
 		return policyExport(c, sub)
 	}
-	return answer{}, apierr.New(apierr.ResourceNotFound, "The requested URL was not found on the server.")
+	return answer{}, c.refused("policyread", apierr.New(apierr.ResourceNotFound, "The requested URL was not found on the server."))
 }
 
-// getPolicies is GET /policy/ and GET /policy/{name}: an object keyed by
-// policy name; an unknown name gives {}.
+// getPolicies is GET /policy/ and GET /policy/{name}
+// (authsrv.Ops.Policies): an object keyed by policy name; an unknown name
+// gives {}.
 func getPolicies(c *call) (answer, error) {
-	var f policy.Filter
-	var err error
-	if f.Name, err = c.p.str("name"); err != nil {
-		return answer{}, err
+	f, err := c.policyFilter()
+	if err != nil {
+		return answer{}, c.refused("policyread", err)
 	}
-	if f.Scope, err = c.queryParam("scope"); err != nil {
-		return answer{}, err
-	}
-	if f.Realm, err = c.queryParam("realm"); err != nil {
-		return answer{}, err
-	}
-	if a, err := c.queryParam("active"); err != nil {
-		return answer{}, err
-	} else if a != "" {
-		v := strings.EqualFold(a, "true") || a == "1"
-		f.Active = &v
-	}
-	list, err := c.a.s.Policies().List(c.ctx, f)
+	list, err := c.a.s.Ops().Policies(c.ctx, c.caller(), f)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
@@ -99,45 +89,44 @@ func getPolicies(c *call) (answer, error) {
 	return answer{value: out}, nil
 }
 
-// policyDefs is GET /policy/defs[/{scope}].
-func policyDefs(c *call, scope string) (answer, error) {
-	defs := c.a.s.Policies().Defs()
-	switch scope {
-	case "":
-		out := map[string]any{}
-		for _, sc := range defs.Scopes() {
-			if j := defs.JSON(sc); len(j) > 0 {
-				out[sc] = j
-			}
-		}
-		return answer{value: out}, nil
-	case "conditions":
-		return answer{value: policy.ConditionDefs()}, nil
-	case "pinodes":
-		nodes, err := c.a.s.Nodes(c.ctx)
-		if err != nil {
-			return answer{}, err
-		}
-		names := []string{}
-		for _, n := range nodes {
-			names = append(names, n.Name)
-		}
-		return answer{value: names}, nil
+// policyFilter reads the filters of GET /policy/.
+func (c *call) policyFilter() (policy.Filter, error) {
+	var f policy.Filter
+	var err error
+	if f.Name, err = c.p.str("name"); err != nil {
+		return f, err
 	}
-	if !defs.ValidScope(scope) {
-		return answer{value: map[string]any{}}, nil
+	if f.Scope, err = c.queryParam("scope"); err != nil {
+		return f, err
 	}
-	return answer{value: defs.JSON(scope)}, nil
+	if f.Realm, err = c.queryParam("realm"); err != nil {
+		return f, err
+	}
+	if a, err := c.queryParam("active"); err != nil {
+		return f, err
+	} else if a != "" {
+		v := strings.EqualFold(a, "true") || a == "1"
+		f.Active = &v
+	}
+	return f, nil
 }
 
-// policyExport is GET /policy/export/{file}: the policies as an INI-style
-// text attachment. The file name is only a download name.
+// policyDefs is GET /policy/defs[/{scope}] (authsrv.Ops.PolicyDefs).
+func policyDefs(c *call, scope string) (answer, error) {
+	v, err := c.a.s.Ops().PolicyDefs(c.ctx, c.caller(), scope)
+	c.ran()
+	return answer{value: v}, err
+}
+
+// policyExport is GET /policy/export/{file} (authsrv.Ops.ExportPolicies):
+// the policies as an INI-style text attachment. The file name is only a
+// download name.
 func policyExport(c *call, file string) (answer, error) {
-	list, err := c.a.s.Policies().List(c.ctx, policy.Filter{})
+	body, err := c.a.s.Ops().ExportPolicies(c.ctx, c.caller())
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
-	body := policy.Export(list)
 	return answer{raw: func(w http.ResponseWriter) {
 		h := w.Header()
 		h.Set("Content-Type", "text/plain; charset=utf-8")
@@ -167,34 +156,29 @@ func safeFilename(s string) string {
 	return s
 }
 
-// policyCheck is GET /policy/check.
+// policyCheck is GET /policy/check (authsrv.Ops.CheckPolicies).
 func policyCheck(c *call) (answer, error) {
-	var vals [4]string
-	for i, k := range []string{"user", "realm", "scope", "action"} {
-		v, err := c.p.required(k)
+	var req authsrv.PolicyCheck
+	for k, dst := range map[string]*string{"user": &req.User, "realm": &req.Realm, "scope": &req.Scope, "action": &req.Action} {
+		v, err := c.p.str(k)
 		if err != nil {
-			return answer{}, err
+			return answer{}, c.refused("policyread", err)
 		}
-		vals[i] = v
+		*dst = v
 	}
-	resolverName, err := c.p.str("resolver")
-	if err != nil {
-		return answer{}, err
+	var err error
+	if req.Resolver, err = c.p.str("resolver"); err != nil {
+		return answer{}, c.refused("policyread", err)
 	}
-	client := clientIP(c.r)
 	if cs, err := c.p.str("client"); err != nil {
-		return answer{}, err
+		return answer{}, c.refused("policyread", err)
 	} else if cs != "" {
-		if client, err = parseAddr(cs); err != nil {
-			return answer{}, err
+		if req.Client, err = parseAddr(cs); err != nil {
+			return answer{}, c.refused("policyread", err)
 		}
 	}
-	q := policy.Query{Scope: vals[2], Action: vals[3], User: policy.Str(vals[0]), Realm: policy.Str(vals[1]),
-		Client: client, UserAgent: c.r.UserAgent(), Data: c.conditionData}
-	if resolverName != "" {
-		q.Resolver = policy.Str(resolverName)
-	}
-	ps, err := c.a.s.Policies().Match(c.ctx, q)
+	ps, err := c.a.s.Ops().CheckPolicies(c.ctx, c.caller(), req)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}

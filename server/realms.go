@@ -2,16 +2,16 @@ package server
 
 import (
 	"encoding/json"
-	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/realm"
 )
 
 // realmJSON renders a realm as GET /realm/ shows it.
-func (c *call) realmJSON(r realm.Realm, isDefault bool) map[string]any {
+func realmJSON(r authsrv.RealmInfo) map[string]any {
 	entries := []map[string]any{}
 	for _, e := range r.Resolvers {
 		// privacyIDEA sends null for an entry without priority.
@@ -19,37 +19,34 @@ func (c *call) realmJSON(r realm.Realm, isDefault bool) map[string]any {
 		if e.Priority != nil {
 			m["priority"] = *e.Priority
 		}
-		if d, ok, err := c.a.s.Resolvers().Get(c.ctx, e.Name); err == nil && ok {
-			m["type"] = d.Type
+		if t, ok := r.ResolverTypes[e.Name]; ok {
+			m["type"] = t
 		}
 		entries = append(entries, m)
 	}
-	return map[string]any{"id": r.ID, "default": isDefault, "resolver": entries}
+	return map[string]any{"id": r.ID, "default": r.Default, "resolver": entries}
 }
 
-// getRealms is GET /realm/.
+// getRealms is GET /realm/ (authsrv.Ops.Realms).
 func getRealms(c *call) (answer, error) {
-	list, def, err := c.a.s.Realms().List(c.ctx)
-	if err != nil {
-		return answer{}, err
-	}
-	only, err := c.realmFilter()
+	list, err := c.a.s.Ops().Realms(c.ctx, c.caller())
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
 	out := map[string]any{}
 	for _, r := range list {
-		if only != nil && !slices.Contains(only, r.Name) {
-			continue
-		}
-		out[r.Name] = c.realmJSON(r, r.Name == def)
+		out[r.Name] = realmJSON(r)
 	}
 	return answer{value: out}, nil
 }
 
-// getSuperuserRealms is GET /realm/superuser.
+// getSuperuserRealms is GET /realm/superuser
+// (authsrv.Ops.SuperuserRealms).
 func getSuperuserRealms(c *call) (answer, error) {
-	return answer{value: nonNil(c.a.s.Realms().Superusers())}, nil
+	list, err := c.a.s.Ops().SuperuserRealms(c.ctx, c.caller())
+	c.ran()
+	return answer{value: nonNil(list)}, err
 }
 
 // priority reads priority.<resolver>: JSON integers and, unlike
@@ -183,17 +180,14 @@ func deleteRealm(c *call) (answer, error) {
 	return answer{value: id}, err
 }
 
-// getDefaultRealm is GET /defaultrealm.
+// getDefaultRealm is GET /defaultrealm (authsrv.Ops.DefaultRealm).
 func getDefaultRealm(c *call) (answer, error) {
-	def, err := c.a.s.Realms().Default(c.ctx)
-	if err != nil || def == "" {
+	r, ok, err := c.a.s.Ops().DefaultRealm(c.ctx, c.caller())
+	c.ran()
+	if err != nil || !ok {
 		return answer{value: map[string]any{}}, err
 	}
-	r, _, err := c.a.s.Realms().Get(c.ctx, def)
-	if err != nil {
-		return answer{}, err
-	}
-	return answer{value: map[string]any{r.Name: c.realmJSON(r, true)}}, nil
+	return answer{value: map[string]any{r.Name: realmJSON(r)}}, nil
 }
 
 // postDefaultRealm is POST /defaultrealm/{realm}.

@@ -2,8 +2,8 @@ package server
 
 import (
 	"encoding/json"
-	"fmt"
 
+	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/resolver"
 )
@@ -46,60 +46,41 @@ func resolverJSON(d resolver.Def) map[string]any {
 	return map[string]any{"resolvername": d.Name, "type": d.Type, "censor_keys": nonNil(d.CensorKeys), "data": d.Data}
 }
 
-// getResolvers is GET /resolver/ and GET /resolver/{resolver}.
+// getResolvers is GET /resolver/ and GET /resolver/{resolver}
+// (authsrv.Ops.Resolvers).
 func getResolvers(c *call) (answer, error) {
-	typ, err := c.p.str("type")
+	var req authsrv.ResolverListRequest
+	var err error
+	if req.Type, err = c.p.str("type"); err != nil {
+		return answer{}, c.refused("resolverread", err)
+	}
+	if req.Editable, err = c.p.boolean("editable"); err != nil {
+		return answer{}, c.refused("resolverread", err)
+	}
+	req.Name, _ = c.p.str("resolvername")
+	list, err := c.a.s.Ops().Resolvers(c.ctx, c.caller(), req)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
-	editable, err := c.p.boolean("editable")
-	if err != nil {
-		return answer{}, err
-	}
-	name, _ := c.p.str("resolvername")
 	out := map[string]any{}
-	if name != "" {
-		d, ok, err := c.a.s.Resolvers().Get(c.ctx, name)
-		if err != nil || !ok || (typ != "" && d.Type != typ) {
-			return answer{value: out}, err
-		}
-		if editable {
-			list, err := c.a.s.Resolvers().List(c.ctx, d.Type, true)
-			if err != nil {
-				return answer{}, err
-			}
-			found := false
-			for _, e := range list {
-				found = found || e.Name == d.Name
-			}
-			if !found {
-				return answer{value: out}, nil
-			}
-		}
-		out[d.Name] = resolverJSON(d)
-		return answer{value: out}, nil
-	}
-	list, err := c.a.s.Resolvers().List(c.ctx, typ, editable)
-	if err != nil {
-		return answer{}, err
-	}
 	for _, d := range list {
 		out[d.Name] = resolverJSON(d)
 	}
 	return answer{value: out}, nil
 }
 
-// getResolverDefaults is GET /resolver/{type}/default: the default
-// configuration of a type (none of ours has template values). The type
-// arrives as the path segment "resolvername".
+// getResolverDefaults is GET /resolver/{type}/default
+// (authsrv.Ops.ResolverDefaults). The type arrives as the path segment
+// "resolvername".
 func getResolverDefaults(c *call) (answer, error) {
 	typ, _ := c.p.str("resolvername")
-	for _, t := range c.a.s.Resolvers().Types() {
-		if t == typ {
-			return answer{value: map[string]any{}}, nil
-		}
+	v, err := c.a.s.Ops().ResolverDefaults(c.ctx, c.caller(), typ)
+	c.ran()
+	if err != nil {
+		return answer{}, err
 	}
-	return answer{}, apierr.New(apierr.Parameter, fmt.Sprintf("resolver type : %s not in %v", typ, c.a.s.Resolvers().Types()))
+	return answer{value: v}, nil
 }
 
 // postResolver is POST /resolver/{resolver}; POST /resolver/test shares
@@ -121,24 +102,20 @@ func postResolver(c *call) (answer, error) {
 	return answer{value: id}, err
 }
 
-// postResolverTest is POST /resolver/test.
+// postResolverTest is POST /resolver/test (authsrv.Ops.TestResolver).
 func postResolverTest(c *call) (answer, error) {
-	// A test changes nothing: the right is checked here, and the request
-	// audited by the HTTP wrapper.
-	if err := c.authorize("resolverwrite"); err != nil {
-		return answer{}, err
-	}
 	// "resolver" names a stored resolver whose secrets fill in censored
 	// values; the path segment is "resolvername".
 	stored, err := c.p.str("resolver")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("resolverwrite", err)
 	}
 	params, err := c.configParams("resolver", "resolvername")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("resolverwrite", err)
 	}
-	value, desc, err := c.a.s.Resolvers().Test(c.ctx, params, stored)
+	value, desc, err := c.a.s.Ops().TestResolver(c.ctx, c.caller(), params, stored)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}

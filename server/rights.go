@@ -8,7 +8,6 @@ import (
 	"github.com/authsrv/authsrv/caller"
 
 	"github.com/authsrv/authsrv/apierr"
-	"github.com/authsrv/authsrv/policy"
 )
 
 func parseAddr(s string) (netip.Addr, error) {
@@ -62,12 +61,6 @@ func (c *call) target() authsrv.Target {
 	return authsrv.Target{User: str("user"), Realm: str("realm"), Resolver: str("resolver", "resolvername")}
 }
 
-// policyQuery is the policy query of the caller for action (see
-// authsrv.Ops.Query).
-func (c *call) policyQuery(action string) policy.Query {
-	return c.a.s.Ops().Query(c.ctx, c.caller(), action, c.target())
-}
-
 // authorize is the one rights check every protected handler calls with its
 // action name (authsrv.Ops.Authorize).
 func (c *call) authorize(action string) error {
@@ -77,11 +70,6 @@ func (c *call) authorize(action string) error {
 	names, err := c.a.s.Ops().Authorize(c.ctx, c.caller(), action, c.target())
 	c.policies = append(c.policies, names...)
 	return err
-}
-
-// conditionData is what policy conditions may read about this request.
-func (c *call) conditionData() policy.ConditionData {
-	return c.policyQuery("").Data()
 }
 
 // editableJSON is GET /user/editable_attributes/'s answer.
@@ -94,11 +82,6 @@ func editableJSON(r authsrv.AttributeRights) map[string]any {
 		set[k] = nonNil(v)
 	}
 	return map[string]any{"delete": nonNil(r.Delete), "set": set}
-}
-
-// realmFilter lists the realms an admin may see in GET /realm/ (nil: all).
-func (c *call) realmFilter() ([]string, error) {
-	return c.a.s.Ops().RealmFilter(c.ctx, c.caller())
 }
 
 // refused answers a request whose parameters failed before it reached

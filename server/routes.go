@@ -50,8 +50,8 @@ func (a *api) routes() {
 
 	// Resolvers. POST /resolver/test shares POST /resolver/:resolvername,
 	// and GET /resolver/:resolvername/default takes a type there.
-	a.handle(http.MethodGet, "/resolver/", endpoint{access: adminRole, action: "resolverread", fn: getResolvers})
-	a.handle(http.MethodGet, "/resolver/:resolvername", endpoint{access: adminRole, action: "resolverread", fn: getResolvers})
+	a.handleOp(http.MethodGet, "/resolver/", "resolverread", endpoint{access: adminRole, fn: getResolvers})
+	a.handleOp(http.MethodGet, "/resolver/:resolvername", "resolverread", endpoint{access: adminRole, fn: getResolvers})
 	a.handle(http.MethodGet, "/resolver/:resolvername/default", endpoint{access: adminRole, fn: getResolverDefaults})
 	a.handleOp(http.MethodPost, "/resolver/:resolvername", "resolverwrite", endpoint{access: adminRole, fn: postResolver})
 	a.handleOp(http.MethodDelete, "/resolver/:resolvername", "resolverdelete", endpoint{access: adminRole, fn: deleteResolver})
@@ -69,9 +69,9 @@ func (a *api) routes() {
 
 	// Policies. The static children (check, defs, export, enable, disable,
 	// import) share the :name routes and are dispatched inside.
-	a.handle(http.MethodGet, "/policy/", endpoint{access: adminRole, action: "policyread", fn: getPolicies})
-	a.handle(http.MethodGet, "/policy/:name", endpoint{access: adminRole, action: "policyread", fn: getPolicyRoute})
-	a.handle(http.MethodGet, "/policy/:name/:sub", endpoint{access: adminRole, action: "policyread", fn: getPolicySub})
+	a.handleOp(http.MethodGet, "/policy/", "policyread", endpoint{access: adminRole, fn: getPolicies})
+	a.handleOp(http.MethodGet, "/policy/:name", "policyread", endpoint{access: adminRole, fn: getPolicyRoute})
+	a.handleOp(http.MethodGet, "/policy/:name/:sub", "policyread", endpoint{access: adminRole, fn: getPolicySub})
 	a.handleOp(http.MethodPost, "/policy/:name", "policywrite", endpoint{access: adminRole, fn: postPolicyRoute})
 	a.handleOp(http.MethodPost, "/policy/:name/:sub", "policywrite", endpoint{access: adminRole, fn: postPolicySub})
 	a.handleOp(http.MethodPatch, "/policy/:oldname", "policywrite", endpoint{access: adminRole, fn: patchPolicy})
@@ -109,10 +109,10 @@ func (a *api) routes() {
 	a.handle(http.MethodPost, "/token/set", endpoint{access: adminRole, fn: postTokenSet})
 	a.handle(http.MethodPost, "/token/set/:serial", endpoint{access: adminRole, fn: postTokenSet})
 	a.handle(http.MethodPost, "/token/realm/:serial", endpoint{access: adminRole, fn: postTokenRealm})
-	a.handle(http.MethodGet, "/token/getserial/:otp", endpoint{access: adminRole, action: "getserial", fn: getTokenSerial})
+	a.handleOp(http.MethodGet, "/token/getserial/:otp", "getserial", endpoint{access: adminRole, fn: getTokenSerial})
 	a.handle(http.MethodPost, "/token/info/:serial/:key", endpoint{access: adminRole, fn: postTokenInfo})
-	a.handle(http.MethodGet, "/token/challenges/", endpoint{access: adminRole, action: "getchallenges", fn: getTokenChallenges})
-	a.handle(http.MethodGet, "/token/challenges/:serial", endpoint{access: adminRole, action: "getchallenges", fn: getTokenChallenges})
+	a.handleOp(http.MethodGet, "/token/challenges/", "getchallenges", endpoint{access: adminRole, fn: getTokenChallenges})
+	a.handleOp(http.MethodGet, "/token/challenges/:serial", "getchallenges", endpoint{access: adminRole, fn: getTokenChallenges})
 	a.handle(http.MethodPost, "/token/copypin", endpoint{access: adminRole, fn: postTokenCopyPIN})
 	a.handle(http.MethodPost, "/token/copyuser", endpoint{access: adminRole, fn: postTokenCopyUser})
 	a.handle(http.MethodPost, "/token/load/:filename", endpoint{access: adminRole, fn: postTokenLoad})
@@ -126,15 +126,15 @@ func (a *api) routes() {
 	// Notification channels. POST .../send_test_email and .../test_request
 	// share the :id routes; GET /smsgateway/providers and DELETE
 	// /smsgateway/option/{gwid}/{key} share the gateway routes.
-	a.handle(http.MethodGet, "/smtpserver/", endpoint{access: adminRole, action: "smtpserver_read", fn: getSMTPServers})
+	a.handleOp(http.MethodGet, "/smtpserver/", "smtpserver_read", endpoint{access: adminRole, fn: getSMTPServers})
 	a.handleOp(http.MethodPost, "/smtpserver/:smtpid", "smtpserver_write", endpoint{access: adminRole, fn: postSMTPServer})
 	a.handleOp(http.MethodDelete, "/smtpserver/:smtpid", "smtpserver_write", endpoint{access: adminRole, fn: deleteSMTPServer})
-	a.handle(http.MethodGet, "/smsgateway/", endpoint{access: adminRole, action: "smsgateway_read", fn: getSMSGateways})
-	a.handle(http.MethodGet, "/smsgateway/:gwid", endpoint{access: adminRole, action: "smsgateway_read", fn: getSMSGateways})
+	a.handleOp(http.MethodGet, "/smsgateway/", "smsgateway_read", endpoint{access: adminRole, fn: getSMSGateways})
+	a.handleOp(http.MethodGet, "/smsgateway/:gwid", "smsgateway_read", endpoint{access: adminRole, fn: getSMSGateways})
 	a.handleOp(http.MethodPost, "/smsgateway", "smsgateway_write", endpoint{access: adminRole, fn: postSMSGateway})
 	a.handleOp(http.MethodDelete, "/smsgateway/:identifier", "smsgateway_write", endpoint{access: adminRole, fn: deleteSMSGateway})
 	a.handleOp(http.MethodDelete, "/smsgateway/:identifier/:gwid/:key", "smsgateway_write", endpoint{access: adminRole, fn: deleteSMSGateway})
-	a.handle(http.MethodGet, "/radiusserver/", endpoint{access: adminRole, action: "radiusserver_read", fn: getRadiusServers})
+	a.handleOp(http.MethodGet, "/radiusserver/", "radiusserver_read", endpoint{access: adminRole, fn: getRadiusServers})
 	a.handleOp(http.MethodPost, "/radiusserver/:radiusid", "radiusserver_write", endpoint{access: adminRole, fn: postRadiusServer})
 	a.handleOp(http.MethodDelete, "/radiusserver/:radiusid", "radiusserver_write", endpoint{access: adminRole, fn: deleteRadiusServer})
 }

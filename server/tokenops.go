@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/csv"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -14,14 +13,14 @@ import (
 	"github.com/authsrv/authsrv/token"
 )
 
-func tokenCSV(c *call, toks []*token.Token, hidden []string) answer {
+func tokenCSV(c *call, toks []*token.Token) answer {
 	return answer{raw: func(w http.ResponseWriter) {
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 		w.Header().Set("Content-Disposition", `attachment; filename="tokens.csv"`)
 		cw := csv.NewWriter(w)
 		_ = cw.Write([]string{"serial", "tokentype", "description", "active", "rollout_state", "count", "failcount", "maxfail", "username", "user_realm", "resolver", "realms"})
 		for _, t := range toks {
-			j := c.tokenJSON(t, hidden)
+			j := c.tokenJSON(t)
 			_ = cw.Write([]string{csvSafe(t.Serial), t.Type, csvSafe(t.Description), strconv.FormatBool(t.Active), t.RolloutState,
 				strconv.FormatUint(t.Count, 10), strconv.Itoa(t.FailCount), strconv.Itoa(t.MaxFail),
 				csvSafe(j["username"].(string)), j["user_realm"].(string), j["resolver"].(string), strings.Join(t.Realms, " ")})
@@ -278,11 +277,12 @@ func postTokenLost(c *call) (answer, error) {
 		"password": res.Password, "end_date": res.EndDate, "disable": 1}}, nil
 }
 
-// getTokenSerial is GET /token/getserial/{otp} (admin).
+// getTokenSerial is GET /token/getserial/{otp} (admin;
+// authsrv.Ops.GetSerial).
 func getTokenSerial(c *call) (answer, error) {
 	otpValue, err := c.p.required("otp")
 	if err != nil {
-		return answer{}, err
+		return answer{}, c.refused("getserial", err)
 	}
 	var f token.GetSerialFilter
 	f.Type, _ = c.p.str("type")
@@ -295,12 +295,14 @@ func getTokenSerial(c *call) (answer, error) {
 		f.Assigned = new(bool)
 	}
 	if f.Window, err = c.p.integer("window", 10); err != nil {
-		return answer{}, err
+		return answer{}, c.refused("getserial", err)
 	}
-	if f.Window < 1 || f.Window > 1000 {
-		return answer{}, apierr.New(apierr.Parameter, "window must be a number from 1 to 1000")
+	if f.Window == 0 {
+		// The library reads 0 as its default.
+		return answer{}, c.refused("getserial", apierr.New(apierr.Parameter, "window must be a number from 1 to 1000"))
 	}
-	serial, n, err := c.a.s.Tokens().GetSerial(c.ctx, otpValue, f)
+	serial, n, err := c.a.s.Ops().GetSerial(c.ctx, c.caller(), otpValue, f)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
@@ -373,52 +375,42 @@ func deleteTokenRoute(c *call) (answer, error) {
 	return answer{}, apierr.New(apierr.ResourceNotFound, "The requested URL was not found on the server.")
 }
 
-// getTokenChallenges is GET /token/challenges/[{serial}] (admin).
+// getTokenChallenges is GET /token/challenges/[{serial}] (admin;
+// authsrv.Ops.Challenges).
 func getTokenChallenges(c *call) (answer, error) {
-	if err := c.authorize("getchallenges"); err != nil {
-		return answer{}, err
-	}
-	var f token.ChallengeFilter
-	f.Serial, _ = c.p.str("serial")
-	f.TransactionID, _ = c.p.str("transaction_id")
+	var req authsrv.ChallengeListRequest
+	req.Filter.Serial, _ = c.p.str("serial")
+	req.Filter.TransactionID, _ = c.p.str("transaction_id")
 	if c.p.has("user") {
-		u, _, err := c.targetUser()
-		if err != nil {
-			return answer{}, err
+		var err error
+		if req.Owner.User, err = c.p.required("user"); err != nil {
+			return answer{}, c.refused("getchallenges", err)
 		}
-		toks, err := c.a.s.Tokens().ByOwner(c.ctx, u)
-		if err != nil {
-			return answer{}, err
-		}
-		f.Serials = []string{}
-		for _, t := range toks {
-			f.Serials = append(f.Serials, t.Serial)
-		}
+		req.Owner.Realm, _ = c.p.str("realm")
+		req.Owner.Resolver, _ = c.p.str("resolver")
 	}
-	page, size, err := c.pageParams()
+	var err error
+	if req.Page, req.PageSize, err = c.pageParams(); err != nil {
+		return answer{}, c.refused("getchallenges", err)
+	}
+	sd, _ := c.p.str("sortdir")
+	req.Ascending = strings.EqualFold(sd, "asc")
+	res, err := c.a.s.Ops().Challenges(c.ctx, c.caller(), req)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
-	list, err := c.a.s.Tokens().Challenges(c.ctx, f)
-	if err != nil {
-		return answer{}, err
-	}
-	if sd, _ := c.p.str("sortdir"); strings.EqualFold(sd, "asc") {
-		slices.Reverse(list)
-	}
-	start := (page - 1) * size
 	out := []map[string]any{}
-	for i := start; i < len(list) && i < start+size; i++ {
-		ch := list[i]
-		out = append(out, map[string]any{"id": i + 1, "transaction_id": ch.TransactionID, "challenge": ch.Challenge,
+	for i, ch := range res.Challenges {
+		out = append(out, map[string]any{"id": res.Offset + i + 1, "transaction_id": ch.TransactionID, "challenge": ch.Challenge,
 			"serial": ch.Serial, "data": map[string]any{}, "otp_received": ch.OTPReceived, "received_count": ch.ReceivedCount,
 			"otp_valid": ch.OTPValid, "expiration": ch.Expiration.UTC().Format(http.TimeFormat),
 			"timestamp": ch.Created.UTC().Format(http.TimeFormat)})
 	}
-	val := map[string]any{"challenges": out, "count": len(list), "current": page, "redis_cache_enabled": false,
-		"prev": pageOrNull(page - 1), "next": nil}
-	if start+size < len(list) {
-		val["next"] = page + 1
+	val := map[string]any{"challenges": out, "count": res.Count, "current": res.Page, "redis_cache_enabled": false,
+		"prev": pageOrNull(res.Page - 1), "next": nil}
+	if res.Offset+req.PageSize < res.Count {
+		val["next"] = res.Page + 1
 	}
 	return answer{value: val}, nil
 }

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -30,11 +28,12 @@ func (c *call) tokenParams() token.Params {
 	return out
 }
 
-// tokenJSON renders a token as GET /token/ lists it.
-func (c *call) tokenJSON(t *token.Token, hidden []string) map[string]any {
+// tokenJSON renders a token as GET /token/ lists it (the library has
+// already removed the tokeninfo keys hide_tokeninfo hides).
+func (c *call) tokenJSON(t *token.Token) map[string]any {
 	info := map[string]any{}
 	for k, v := range t.Info {
-		if slices.Contains(hidden, k) || strings.HasPrefix(k, "tan.tan") || strings.HasPrefix(k, "2step_") {
+		if strings.HasPrefix(k, "tan.tan") || strings.HasPrefix(k, "2step_") {
 			continue
 		}
 		info[k] = v
@@ -67,18 +66,6 @@ func (c *call) tokenJSON(t *token.Token, hidden []string) map[string]any {
 	return obj
 }
 
-// hiddenInfo lists the tokeninfo keys hide_tokeninfo removes.
-func (c *call) hiddenInfo() ([]string, error) {
-	if c.who.Role != roleAdmin {
-		return nil, nil
-	}
-	vals, err := c.a.s.Policies().Values(c.ctx, c.a.s.Ops().Query(c.ctx, c.caller(), "hide_tokeninfo", authsrv.Target{}), false, false)
-	if err != nil {
-		return nil, err
-	}
-	return slices.Sorted(maps.Keys(vals)), nil
-}
-
 func optBool(c *call, key string) (*bool, error) {
 	if !c.p.has(key) {
 		return nil, nil
@@ -94,9 +81,36 @@ func optBool(c *call, key string) (*bool, error) {
 	return &b, nil
 }
 
-// getTokens is GET /token/.
+// getTokens is GET /token/ (authsrv.Ops.ListTokens).
 func getTokens(c *call) (answer, error) {
-	var f token.Filter
+	req, csvOut, err := c.tokenListParams()
+	if err != nil {
+		if c.who.Role == roleUser {
+			return answer{}, err
+		}
+		return answer{}, c.refused("tokenlist", err)
+	}
+	p, err := c.a.s.Ops().ListTokens(c.ctx, c.caller(), req)
+	c.ran()
+	if err != nil {
+		return answer{}, err
+	}
+	if csvOut {
+		return tokenCSV(c, p.Tokens), nil
+	}
+	list := make([]map[string]any, 0, len(p.Tokens))
+	for _, t := range p.Tokens {
+		list = append(list, c.tokenJSON(t))
+	}
+	val := map[string]any{"count": p.Count, "current": p.Page, "tokens": list, "prev": pageOrNull(p.Prev), "next": pageOrNull(p.Next)}
+	return answer{value: val}, nil
+}
+
+// tokenListParams reads GET /token/: the filters, the owner, paging and
+// order, and whether the answer is CSV (every token on one page).
+func (c *call) tokenListParams() (authsrv.TokenListRequest, bool, error) {
+	var req authsrv.TokenListRequest
+	f := &req.Filter
 	var err error
 	str := func(key string) string { v, _ := c.p.str(key); return v }
 	f.Serial, f.Type, f.TokenRealm, f.Description = str("serial"), str("type"), str("tokenrealm"), str("description")
@@ -105,69 +119,23 @@ func getTokens(c *call) (answer, error) {
 		f.Types = strings.Split(tl, ",")
 	}
 	if f.Assigned, err = optBool(c, "assigned"); err != nil {
-		return answer{}, err
+		return req, false, err
 	}
 	if f.Active, err = optBool(c, "active"); err != nil {
-		return answer{}, err
+		return req, false, err
 	}
-	if c.who.Role == roleUser {
-		u, _, err := c.targetUser()
-		if err != nil {
-			return answer{}, err
-		}
-		f.UserRealm, f.Resolver, f.UserID = u.Realm, u.Resolver, u.UID
-	} else {
-		if err := c.authorize("tokenlist"); err != nil {
-			return answer{}, err
-		}
-		vis, err := c.realmFilter()
-		if err != nil {
-			return answer{}, err
-		}
-		if vis != nil {
-			f.Visible = vis
-		}
-		f.Resolver, f.UserID = str("resolver"), str("userid")
-		if c.p.has("user") && str("user") != "" {
-			u, _, err := c.targetUser()
-			if err != nil {
-				return answer{}, err
-			}
-			f.UserRealm, f.Resolver, f.UserID = u.Realm, u.Resolver, u.UID
-		} else if r := str("realm"); r != "" {
-			f.UserRealm = r
-		}
-	}
-	sortBy := str("sortby")
-	if sortBy != "" && !slices.Contains(token.SortColumns, sortBy) {
-		return answer{}, apierr.New(apierr.Parameter, "sortby must be one of "+strings.Join(token.SortColumns, ", "))
-	}
-	desc := strings.EqualFold(str("sortdir"), "desc")
-	page, size, err := c.pageParams()
-	if err != nil {
-		return answer{}, err
+	f.UserID = str("userid")
+	req.Owner = authsrv.Target{User: str("user"), Realm: str("realm"), Resolver: str("resolver")}
+	req.SortBy = str("sortby")
+	req.Desc = strings.EqualFold(str("sortdir"), "desc")
+	if req.Page, req.PageSize, err = c.pageParams(); err != nil {
+		return req, false, err
 	}
 	csvOut := strings.EqualFold(str("outform"), "csv")
 	if csvOut {
-		size = 0
+		req.PageSize = 0
 	}
-	p, err := c.a.s.Tokens().List(c.ctx, f, sortBy, desc, page, size)
-	if err != nil {
-		return answer{}, err
-	}
-	hidden, err := c.hiddenInfo()
-	if err != nil {
-		return answer{}, err
-	}
-	if csvOut {
-		return tokenCSV(c, p.Tokens, hidden), nil
-	}
-	list := make([]map[string]any, 0, len(p.Tokens))
-	for _, t := range p.Tokens {
-		list = append(list, c.tokenJSON(t, hidden))
-	}
-	val := map[string]any{"count": p.Count, "current": p.Page, "tokens": list, "prev": pageOrNull(p.Prev), "next": pageOrNull(p.Next)}
-	return answer{value: val}, nil
+	return req, csvOut, nil
 }
 
 // pageOrNull is a neighbour page number as privacyIDEA sends it: null

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/realm"
-	"github.com/authsrv/authsrv/resolver"
-	"github.com/authsrv/authsrv/user"
 )
 
 // listParams are the GET /user/ parameters that are not search keys.
@@ -19,26 +16,6 @@ var listParams = []string{"realm", "resolver", "user", "username", "attributes",
 
 // isRealm is the realm test user.Split needs.
 func (c *call) isRealm(name string) bool { return c.a.s.Realms().Exists(c.ctx, name) }
-
-// targetUser finds the user a request is about: the caller itself for the
-// user role; else the "user" parameter (login or login@realm) with the
-// optional "realm" and "resolver".
-func (c *call) targetUser() (user.User, *resolver.Instance, error) {
-	t := authsrv.Target{}
-	if c.who == nil || c.who.Role != roleUser {
-		var err error
-		if t.User, err = c.p.required("user"); err != nil {
-			return user.User{}, nil, err
-		}
-		if t.Realm, err = c.p.str("realm"); err != nil {
-			return user.User{}, nil, err
-		}
-		if t.Resolver, err = c.p.str("resolver"); err != nil {
-			return user.User{}, nil, err
-		}
-	}
-	return c.a.s.Ops().ResolveTarget(c.ctx, c.caller(), t)
-}
 
 // userJSON renders a listed user.
 func userJSON(l realm.Listed, custom map[string]string, only []string) map[string]any {
@@ -58,87 +35,69 @@ func userJSON(l realm.Listed, custom map[string]string, only []string) map[strin
 	return obj
 }
 
-// getUsers is GET /user/: admins list users (userlist), a user sees only
-// its own account.
+// getUsers is GET /user/ (authsrv.Ops.ListUsers): admins list users
+// (userlist), a user sees only its own account.
 func getUsers(c *call) (answer, error) {
-	if c.who.Role == roleAdmin {
-		if err := c.authorize("userlist"); err != nil {
-			return answer{}, err
+	req, only, err := c.userListParams()
+	if err != nil {
+		if c.who.Role == roleAdmin {
+			return answer{}, c.refused("userlist", err)
 		}
+		return answer{}, err
 	}
-	realms, err := c.p.list("realm")
+	list, err := c.a.s.Ops().ListUsers(c.ctx, c.caller(), req)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
-	resolverName, err := c.p.str("resolver")
-	if err != nil {
-		return answer{}, err
+	out := []any{}
+	for _, l := range list {
+		out = append(out, userJSON(l.Listed, l.Custom, only))
 	}
-	login, err := c.p.str("user")
-	if err != nil {
-		return answer{}, err
+	return answer{value: out}, nil
+}
+
+// userListParams reads GET /user/: the search and the attributes to show.
+func (c *call) userListParams() (authsrv.UserListRequest, []string, error) {
+	var req authsrv.UserListRequest
+	var err error
+	if req.Realms, err = c.p.list("realm"); err != nil {
+		return req, nil, err
 	}
-	if login == "" {
-		if login, err = c.p.str("username"); err != nil {
-			return answer{}, err
+	if req.Resolver, err = c.p.str("resolver"); err != nil {
+		return req, nil, err
+	}
+	if req.User, err = c.p.str("user"); err != nil {
+		return req, nil, err
+	}
+	if req.User == "" {
+		if req.User, err = c.p.str("username"); err != nil {
+			return req, nil, err
 		}
 	}
 	only, err := c.p.list("attributes")
 	if err != nil {
-		return answer{}, err
+		return req, nil, err
 	}
-	includeCustom := true
 	if c.p.has("include_custom_attributes") {
-		if includeCustom, err = c.p.boolean("include_custom_attributes"); err != nil {
-			return answer{}, err
+		include, err := c.p.boolean("include_custom_attributes")
+		if err != nil {
+			return req, nil, err
 		}
+		req.NoCustom = !include
 	}
-	filter := map[string]string{}
+	req.Filter = map[string]string{}
 	for _, k := range c.p.keys() {
 		if slices.Contains(listParams, k) {
 			continue
 		}
 		v, err := c.p.str(k)
 		if err != nil {
-			return answer{}, err
+			return req, nil, err
 		}
-		filter[k] = v
+		req.Filter[k] = v
 	}
-	if c.who.Role == roleUser {
-		realms, resolverName, login = []string{c.who.Realm}, "", c.who.Username
-		filter = map[string]string{}
-		// The exact login, not a pattern: a user name containing * must
-		// not list other users.
-		login = strings.ReplaceAll(login, "*", "")
-	}
-	if login != "" && login != "*" {
-		filter[resolver.KeyUsername] = login
-	}
-	list, err := c.a.s.Realms().Users(c.ctx, realms, resolverName, filter)
-	if err != nil {
-		return answer{}, err
-	}
-	anyAttrs := false
-	if includeCustom {
-		if anyAttrs, err = c.a.s.UserAttributes().Exist(c.ctx); err != nil {
-			return answer{}, err
-		}
-	}
-	out := []any{}
-	for _, l := range list {
-		if c.who.Role == roleUser && l.Info.String(resolver.KeyUsername) != c.who.Username {
-			continue
-		}
-		var custom map[string]string
-		if anyAttrs {
-			u := user.User{Login: l.Info.String(resolver.KeyUsername), Realm: l.Realm, Resolver: l.Resolver, UID: l.Info.String(resolver.KeyUserID)}
-			if custom, err = c.a.s.UserAttributes().Get(c.ctx, u); err != nil {
-				return answer{}, err
-			}
-		}
-		out = append(out, userJSON(l, custom, only))
-	}
-	return answer{value: out}, nil
+	return req, only, nil
 }
 
 // userFields are the request's string parameters; the library keeps
@@ -234,18 +193,27 @@ func postUserAttribute(c *call) (answer, error) {
 	return answer{value: id}, err
 }
 
-// getUserAttribute is GET /user/attribute: all custom attributes of a
-// user, or one value ("" when it is not set).
+// getUserAttribute is GET /user/attribute (authsrv.Ops.UserAttributes):
+// all custom attributes of a user, or one value ("" when it is not set).
 func getUserAttribute(c *call) (answer, error) {
 	key, err := c.p.str("key")
 	if err != nil {
 		return answer{}, err
 	}
-	u, _, err := c.targetUser()
-	if err != nil && !errors.Is(err, realm.ErrNoUser) {
-		return answer{}, err
+	t := authsrv.Target{}
+	if c.who.Role != roleUser {
+		if t.User, err = c.p.required("user"); err != nil {
+			return answer{}, err
+		}
+		if t.Realm, err = c.p.str("realm"); err != nil {
+			return answer{}, err
+		}
+		if t.Resolver, err = c.p.str("resolver"); err != nil {
+			return answer{}, err
+		}
 	}
-	attrs, err := c.a.s.UserAttributes().Get(c.ctx, u)
+	attrs, err := c.a.s.Ops().UserAttributes(c.ctx, c.caller(), t)
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
@@ -262,14 +230,15 @@ func deleteUserAttribute(c *call, key, login, realmName string) (answer, error) 
 	return answer{value: n}, err
 }
 
-// getEditableAttributes is GET /user/editable_attributes/: which custom
-// attributes the caller may set and delete. With no active policy in the
-// caller's scope every key and value is allowed.
+// getEditableAttributes is GET /user/editable_attributes/
+// (authsrv.Ops.EditableAttributes): which custom attributes the caller
+// may set and delete. With no active policy in the caller's scope every
+// key and value is allowed.
 func getEditableAttributes(c *call) (answer, error) {
-	rights, err := c.a.s.Ops().AttributeRights(c.ctx, c.caller(), c.target())
+	rights, err := c.a.s.Ops().EditableAttributes(c.ctx, c.caller(), c.target())
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
-	c.policies = append(c.policies, rights.Policies...)
 	return answer{value: editableJSON(rights)}, nil
 }
