@@ -15,17 +15,17 @@ import (
 	"github.com/authsrv/authsrv/validate"
 )
 
-// Ops is the operation layer: every administrative operation of the HTTP
-// API as a Go call. Each takes the caller and, in this order, checks the
-// caller's rights (none for a trusted local caller), runs the pre event
-// handlers, makes its change with the audit entry in the same store
-// transaction, and then runs the post event handlers. A change that
-// exists has its audit entry, whatever became of the client that asked
-// for it.
+// Ops is the operation layer: every operation of the HTTP API as a Go
+// call, reads included. Each takes the caller and, in this order, checks
+// the caller's rights (none for a trusted local caller), runs the pre
+// event handlers, makes its change with the audit entry in the same store
+// transaction (a read writes its entry afterwards), and then runs the post
+// event handlers. A change that exists has its audit entry, whatever
+// became of the client that asked for it.
 //
 // The subsystem accessors (Policies, Realms, Tokens, ...) stay available
-// for reads and for tools that manage the store directly; their writes are
-// not audited.
+// to tools that manage the store directly; what they do bypasses the
+// rights, the audit and the event handlers.
 type Ops struct {
 	s   *Server
 	seq atomic.Int64
