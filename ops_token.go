@@ -274,16 +274,7 @@ type tokenOp struct {
 // serials are reported.
 func (o *Ops) eachToken(ctx context.Context, who caller.Caller, op tokenOp, sel TokenSelect,
 	fn func(ctx context.Context, r *opRun, t *token.Token, audit []func(store.Tx) error) (int, error)) (TokenBatch, error) {
-	var res TokenBatch
-	target := Target{}
-	if len(sel.Serials) == 0 {
-		target = sel.Owner
-	}
-	err := o.run(ctx, who, opSpec{event: op.event, action: "POST /token/" + op.path, target: target}, func(ctx context.Context, r *opRun) error {
-		allowed, multi, err := o.allowedTokens(ctx, who, r, op, sel, &res)
-		if err != nil {
-			return err
-		}
+	return o.runTokens(ctx, who, op, sel, func(ctx context.Context, r *opRun, allowed []*token.Token, multi bool, res *TokenBatch) error {
 		if len(allowed) > 1 {
 			// Each token is its own transaction and the entry goes with
 			// the last: once the first commits, a client that leaves
@@ -307,6 +298,24 @@ func (o *Ops) eachToken(ctx context.Context, who caller.Caller, op tokenOp, sel 
 			res.Count += n
 		}
 		return nil
+	})
+}
+
+// runTokens runs an operation over the tokens sel selects: body gets the
+// tokens on which who has op's right (see allowedTokens) and fills res.
+func (o *Ops) runTokens(ctx context.Context, who caller.Caller, op tokenOp, sel TokenSelect,
+	body func(ctx context.Context, r *opRun, allowed []*token.Token, multi bool, res *TokenBatch) error) (TokenBatch, error) {
+	var res TokenBatch
+	target := Target{}
+	if len(sel.Serials) == 0 {
+		target = sel.Owner
+	}
+	err := o.run(ctx, who, opSpec{event: op.event, action: "POST /token/" + op.path, target: target}, func(ctx context.Context, r *opRun) error {
+		allowed, multi, err := o.allowedTokens(ctx, who, r, op, sel, &res)
+		if err != nil {
+			return err
+		}
+		return body(ctx, r, allowed, multi, &res)
 	})
 	return res, err
 }
@@ -368,16 +377,7 @@ func noteTokens(r *opRun, toks []*token.Token) {
 // selected token, all in one transaction with the audit entry; count
 // turns a token's outcome into its share of the answer.
 func (o *Ops) changeTokens(ctx context.Context, who caller.Caller, op tokenOp, sel TokenSelect, ch token.Change, count func(changed bool) int) (TokenBatch, error) {
-	var res TokenBatch
-	target := Target{}
-	if len(sel.Serials) == 0 {
-		target = sel.Owner
-	}
-	err := o.run(ctx, who, opSpec{event: op.event, action: "POST /token/" + op.path, target: target}, func(ctx context.Context, r *opRun) error {
-		allowed, multi, err := o.allowedTokens(ctx, who, r, op, sel, &res)
-		if err != nil {
-			return err
-		}
+	return o.runTokens(ctx, who, op, sel, func(ctx context.Context, r *opRun, allowed []*token.Token, multi bool, res *TokenBatch) error {
 		serials := make([]string, len(allowed))
 		for i, t := range allowed {
 			serials[i] = t.Serial
@@ -407,7 +407,6 @@ func (o *Ops) changeTokens(ctx context.Context, who caller.Caller, op tokenOp, s
 		}
 		return nil
 	})
-	return res, err
 }
 
 func ifChanged(changed bool) int {
