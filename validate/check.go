@@ -9,10 +9,11 @@ import (
 	"github.com/authsrv/authsrv/token"
 )
 
-// req is one request in flight: the state its parts share (the request,
-// its target and its policies) and the parts, made in one allocation so
-// that a request costs what it did as one type; its own methods are the
-// paths of a check, which hand each step to the part whose job it is.
+// req is one request in flight: the state its parts share (the request as
+// the request policies left it, its target and its policies) and the
+// parts, which point to that state and to each other and are made in the
+// same allocation; its own methods are the paths of a check, which hand
+// each step to the part whose job it is.
 type req struct {
 	v   *Validator
 	r   Request
