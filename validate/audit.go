@@ -51,11 +51,9 @@ type auditor struct {
 	// last is the entry written (or being written in the commit), for
 	// the post event handlers; kept only when there are some.
 	last *audit.Entry
-	// t and pol are the request's target and policies once the request
-	// got that far (nil before): the entry names the user and the
-	// policies that decided, and the authentication record counts for
-	// the user.
-	t   *target
+	// pol are the request's policies once the request got that far (nil
+	// before): the entry lists those that took effect, and the
+	// authentication record counts for the user they match (pol.u).
 	pol *policies
 }
 
@@ -202,10 +200,10 @@ func (a *auditor) used() []string {
 // record returns the write of the authentication record of the request's
 // user, or nil when nothing is counted.
 func (a *auditor) record(result string) func(store.Tx) error {
-	if result == "" || a.t == nil || a.t.u.Login == "" || a.v.cfg.Store == nil || !countingPolicies(a.pol.snap) {
+	if result == "" || a.pol == nil || a.pol.u.Login == "" || a.v.cfg.Store == nil || !countingPolicies(a.pol.snap) {
 		return nil
 	}
-	return a.v.authRecord(a.t.u.Login, a.t.u.Realm, result, a.v.cfg.Now())
+	return a.v.authRecord(a.pol.u.Login, a.pol.u.Realm, result, a.v.cfg.Now())
 }
 
 // finish writes the entry of the answer unless it committed with the

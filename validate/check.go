@@ -126,7 +126,7 @@ func (v *Validator) newReq(ctx context.Context, r Request, a *auditor) (*req, er
 	q.pass = passOn{v: v, r: rq, t: t, pol: pol, asg: &q.asg}
 	q.lim = limiter{v: v, t: t, pol: pol}
 	q.post = postPolicies{v: v, t: t, pol: pol, enr: &q.enr, modes: &q.modes}
-	a.t, a.pol = t, pol
+	a.pol = pol
 	return q, nil
 }
 
@@ -146,7 +146,7 @@ func (q *req) serialPath(ctx context.Context) (Response, error) {
 	if q.r.OTPOnly {
 		return q.dec.otpOnly(ctx, t)
 	}
-	return q.dec.decide(ctx, []*token.Token{t})
+	return q.dec.decide(ctx, []*token.Token{t}, false)
 }
 
 // userPath is check_user_pass with its policy wrappers, outermost first:
@@ -207,14 +207,13 @@ func (q *req) tokenCheck(ctx context.Context, toks []*token.Token) (Response, er
 	if err != nil {
 		return Response{}, err
 	}
-	q.dec.force = name != ""
 	if toks, err = q.pol.filterType(ctx, q.r.Type, toks); err != nil {
 		return Response{}, err
 	}
 	if len(toks) == 0 {
 		return Response{User: q.t.u, Message: MsgNoTokens}, nil
 	}
-	return q.dec.decide(ctx, toks)
+	return q.dec.decide(ctx, toks, name != "")
 }
 
 // filterType applies the request's type parameter typ under AUTHZ

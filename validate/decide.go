@@ -81,9 +81,6 @@ type decider struct {
 	com  *committer
 	ch   *challenger
 	resp *responder
-	// force is force_challenge_response (user path only): PIN and OTP are
-	// never checked together.
-	force bool
 }
 
 // otpOnly checks only the OTP of the serial's token t (otponly).
@@ -107,8 +104,10 @@ func (d *decider) otpOnly(ctx context.Context, t *token.Token) (Response, error)
 	return Response{User: d.t.u, Message: MsgOTPOnlyFailed}, nil
 }
 
-// decide runs privacyIDEA's check_token_list over the candidate tokens.
-func (d *decider) decide(ctx context.Context, all []*token.Token) (Response, error) {
+// decide runs privacyIDEA's check_token_list over the candidate tokens;
+// force is force_challenge_response (user path only), under which PIN
+// and OTP are never checked together.
+func (d *decider) decide(ctx context.Context, all []*token.Token, force bool) (Response, error) {
 	svc := d.v.cfg.Tokens
 	now := d.v.cfg.Now()
 	var toks []*token.Token
@@ -163,7 +162,7 @@ func (d *decider) decide(ctx context.Context, all []*token.Token) (Response, err
 		pin, otp, ok := split(t, d.r.Pass, pinOnly)
 		c := &candidate{t: t, pin: pin, otp: otp}
 		cands = append(cands, c)
-		if !ok || d.force {
+		if !ok || force {
 			continue
 		}
 		m, err := svc.Verify(ctx, t, otp, d.r.Options, nil)
@@ -221,7 +220,7 @@ func (d *decider) decide(ctx context.Context, all []*token.Token) (Response, err
 		}
 		// A pass shorter than otplen is a PIN mismatch; a PIN-only type
 		// has no "wrong OTP" outcome.
-		if _, _, fits := split(c.t, d.r.Pass, false); fits && !isPINOnly(svc, c.t) && !d.force {
+		if _, _, fits := split(c.t, d.r.Pass, false); fits && !isPINOnly(svc, c.t) && !force {
 			ok, err := pc.check(ctx, c.t, c.pin)
 			if err != nil {
 				return Response{}, err
