@@ -27,7 +27,6 @@ type req struct {
 	enr   enroller
 	asg   assigner
 	pass  passOn
-	lim   limiter
 	post  postPolicies
 	modes clientModes
 }
@@ -124,7 +123,6 @@ func (v *Validator) newReq(ctx context.Context, r Request, a *auditor) (*req, er
 	q.dec = decider{v: v, r: rq, t: t, pol: pol, com: &q.com, ch: &q.ch, resp: &q.resp}
 	q.asg = assigner{v: v, r: rq, t: t, pol: pol}
 	q.pass = passOn{v: v, r: rq, t: t, pol: pol, asg: &q.asg}
-	q.lim = limiter{v: v, t: t, pol: pol}
 	q.post = postPolicies{v: v, t: t, pol: pol, enr: &q.enr, modes: &q.modes}
 	a.pol = pol
 	return q, nil
@@ -194,7 +192,7 @@ func (q *req) userCheck(ctx context.Context) (Response, error) {
 	if err != nil {
 		return res, err
 	}
-	return q.lim.apply(ctx, res)
+	return limiter{v: q.v, t: &q.t, pol: &q.pol}.apply(ctx, res)
 }
 
 // tokenCheck is passthru, then force_challenge_response and the type

@@ -39,7 +39,8 @@ func (p *policies) rate(ctx context.Context, action string) (rate, error) {
 
 // limiter applies the AUTHZ rate limits auth_max_fail and
 // auth_max_success to the decision of a user path, counting the user's
-// earlier results in the window from the authentication records.
+// earlier results in the window from the authentication records. It
+// keeps no state: the user path makes it where it applies it.
 type limiter struct {
 	v   *Validator
 	t   *target
@@ -48,7 +49,7 @@ type limiter struct {
 
 // apply applies auth_max_fail (always) and auth_max_success (after a
 // success) to res.
-func (l *limiter) apply(ctx context.Context, res Response) (Response, error) {
+func (l limiter) apply(ctx context.Context, res Response) (Response, error) {
 	maxFail, err := l.pol.rate(ctx, "auth_max_fail")
 	if err != nil {
 		return res, err
