@@ -27,9 +27,9 @@ var (
 // client sets it, only a caller that presented a valid API key (role
 // APIKey) may go on. A trusted local program needs none. Without an
 // active authorization policy it costs nothing.
-func (q *req) requireAPIKey(ctx context.Context) error {
-	who := q.r.Caller
-	if who.Trusted() || who.Role == caller.APIKey || q.pol.snap == nil || !q.pol.snap.Active(policy.ScopeAuthorization) {
+func (p *policies) requireAPIKey(ctx context.Context, realms *realm.Service, r *Request) error {
+	who := r.Caller
+	if who.Trusted() || who.Role == caller.APIKey || p.snap == nil || !p.snap.Active(policy.ScopeAuthorization) {
 		return nil
 	}
 	pq := policy.Query{Scope: policy.ScopeAuthorization, Client: who.Client, UserAgent: who.UserAgent,
@@ -39,13 +39,13 @@ func (q *req) requireAPIKey(ctx context.Context) error {
 	// A request without a user (a serial) matches only policies that name
 	// no user or realm.
 	login, realmName := "", ""
-	if q.r.User != "" {
-		login, realmName = user.Split(q.r.User, func(s string) bool { return q.v.cfg.Realms.Exists(ctx, s) }, true)
-		if q.r.Realm != "" {
-			realmName = q.r.Realm
+	if r.User != "" {
+		login, realmName = user.Split(r.User, func(s string) bool { return realms.Exists(ctx, s) }, true)
+		if r.Realm != "" {
+			realmName = r.Realm
 		}
 		if realmName == "" {
-			def, err := q.v.cfg.Realms.Default(ctx)
+			def, err := realms.Default(ctx)
 			if err != nil {
 				return err
 			}
@@ -54,7 +54,7 @@ func (q *req) requireAPIKey(ctx context.Context) error {
 		realmName = realm.Normalize(realmName)
 	}
 	pq.User, pq.Realm = &login, &realmName
-	sc, err := q.pol.snap.Scoped(ctx, pq)
+	sc, err := p.snap.Scoped(ctx, pq)
 	if err != nil {
 		return err
 	}
@@ -62,8 +62,8 @@ func (q *req) requireAPIKey(ctx context.Context) error {
 	if err != nil || len(ps) == 0 {
 		return err
 	}
-	for _, p := range ps {
-		q.pol.note(p.Name)
+	for _, m := range ps {
+		p.note(m.Name)
 	}
 	if who.Role == caller.Admin || who.Role == caller.User {
 		return ErrNotAPIKey

@@ -121,16 +121,30 @@ func (p *policies) passthruAssignSpec(ctx context.Context) (*assignSpec, error) 
 	return &s, nil
 }
 
-// passthruAssign runs after a RADIUS passthru accepted the request's
+// assigner gives a user who owns no token one of the unassigned tokens of
+// the user's realm whose OTP value the password holds: ENROLL
+// autoassignment on a failed check, AUTH passthru_assign after a RADIUS
+// passthru.
+type assigner struct {
+	v   *Validator
+	r   *Request
+	t   *target
+	pol *policies
+	// owned is the number of tokens the user owned when the user path
+	// decided (an assignment commits only if it still is).
+	owned int
+}
+
+// passthru runs after a RADIUS passthru accepted the request's
 // password: split as spec says, the OTP part assigns the first unassigned
 // token of the user's realm it matches, with the PIN part as token PIN.
 // It returns the message prefix "auto-assigned <serial>, ", or "" when
 // nothing was assigned (the passthru still succeeds).
-func (q *req) passthruAssign(ctx context.Context, spec *assignSpec) (string, error) {
-	if spec == nil || !q.found {
+func (a *assigner) passthru(ctx context.Context, spec *assignSpec) (string, error) {
+	if spec == nil || !a.t.found {
 		return "", nil
 	}
-	r := []rune(q.r.Pass)
+	r := []rune(a.r.Pass)
 	if len(r) < spec.otpLen {
 		return "", nil
 	}
@@ -140,7 +154,7 @@ func (q *req) passthruAssign(ctx context.Context, spec *assignSpec) (string, err
 	} else {
 		otpValue, pin = string(r[:spec.otpLen]), string(r[spec.otpLen:])
 	}
-	c, err := q.newClaimer(ctx)
+	c, err := a.newClaimer(ctx)
 	if err != nil || c == nil {
 		return "", err
 	}
@@ -155,8 +169,8 @@ func (q *req) passthruAssign(ctx context.Context, spec *assignSpec) (string, err
 			return "", err
 		}
 		if got == claimDone {
-			q.pol.note(spec.name)
-			q.logAssign(ctx, c.done, "passthru_assign")
+			a.pol.note(spec.name)
+			a.log(ctx, c.done, "passthru_assign")
 			return "auto-assigned " + c.done.Serial + ", ", nil
 		}
 	}
@@ -173,22 +187,22 @@ func (q *req) passthruAssign(ctx context.Context, spec *assignSpec) (string, err
 // it is. Only that outcome of the user check is turned into an
 // assignment: a rejection by auth_max_fail stays a rejection, so the limit
 // also bounds the guessing of OTP values of unassigned tokens.
-func (q *req) autoassign(ctx context.Context, res Response) (Response, error) {
-	if res.Value || res.Challenge || !q.found || q.pol.snap == nil || res.Message != MsgNoTokens {
+func (a *assigner) autoassign(ctx context.Context, res Response) (Response, error) {
+	if res.Value || res.Challenge || !a.t.found || a.pol.snap == nil || res.Message != MsgNoTokens {
 		return res, nil
 	}
-	mode, name, err := q.pol.autoassignMode(ctx)
+	mode, name, err := a.pol.autoassignMode(ctx)
 	if err != nil || mode == "" {
 		return res, err
 	}
-	c, err := q.newClaimer(ctx)
+	c, err := a.newClaimer(ctx)
 	if err != nil || c == nil {
 		return res, err
 	}
 	memo := map[string]bool{}
-	svc := q.v.cfg.Tokens
+	svc := a.v.cfg.Tokens
 	for _, t := range c.cands {
-		pin, otpValue, ok := split(t, q.r.Pass, false)
+		pin, otpValue, ok := split(t, a.r.Pass, false)
 		if !ok || isPINOnly(svc, t) {
 			continue
 		}
@@ -200,7 +214,7 @@ func (q *req) autoassign(ctx context.Context, res Response) (Response, error) {
 			if mode != autoUserstore {
 				return true, nil
 			}
-			return q.userstorePassword(ctx, pin, memo)
+			return a.t.checkPassword(ctx, pin, memo)
 		})
 		if err != nil {
 			return res, err
@@ -209,9 +223,9 @@ func (q *req) autoassign(ctx context.Context, res Response) (Response, error) {
 			return res, nil
 		}
 		if got == claimDone {
-			q.pol.note(name)
-			q.logAssign(ctx, c.done, "autoassignment")
-			res := tokenAnswer(q.u, MsgAutoassigned, c.done)
+			a.pol.note(name)
+			a.log(ctx, c.done, "autoassignment")
+			res := tokenAnswer(a.t.u, MsgAutoassigned, c.done)
 			res.Value = true
 			return res, nil
 		}
@@ -247,26 +261,9 @@ func (p *policies) autoassignMode(ctx context.Context) (string, string, error) {
 	return "", "", errPolicyValue("autoassignment", v)
 }
 
-// userstorePassword checks pw as the user's user store password, each
-// distinct value once per request.
-func (q *req) userstorePassword(ctx context.Context, pw string, memo map[string]bool) (bool, error) {
-	if q.in == nil || pw == "" {
-		return false, nil
-	}
-	if ok, seen := memo[pw]; seen {
-		return ok, nil
-	}
-	ok, err := q.in.CheckPassword(ctx, q.u.UID, pw)
-	if err != nil {
-		return false, err
-	}
-	memo[pw] = ok
-	return ok, nil
-}
-
 // claimer tries the unassigned tokens of the user's realm one by one.
 type claimer struct {
-	q       *req
+	a       *assigner
 	cands   []*token.Token
 	owned   int
 	encrypt bool
@@ -282,14 +279,14 @@ const (
 )
 
 // newClaimer lists the candidates; nil when the realm has none.
-func (q *req) newClaimer(ctx context.Context) (*claimer, error) {
-	svc := q.v.cfg.Tokens
-	toks, err := svc.Unassigned(ctx, q.u.Realm)
+func (a *assigner) newClaimer(ctx context.Context) (*claimer, error) {
+	svc := a.v.cfg.Tokens
+	toks, err := svc.Unassigned(ctx, a.t.u.Realm)
 	if err != nil || len(toks) == 0 {
 		return nil, err
 	}
-	now := q.v.cfg.Now()
-	c := &claimer{q: q}
+	now := a.v.cfg.Now()
+	c := &claimer{a: a}
 	for _, t := range toks {
 		if svc.Types().ChecksRemotely(t.Type) || svc.Unusable(t, now) != "" {
 			continue
@@ -301,8 +298,8 @@ func (q *req) newClaimer(ctx context.Context) (*claimer, error) {
 	}
 	// The count the decision saw, not a new reading: a token that
 	// another request assigned since then must stop this one.
-	c.owned = q.owned
-	name, err := q.pol.flag(ctx, policy.ScopeEnrollment, "encrypt_pin")
+	c.owned = a.owned
+	name, err := a.pol.flag(ctx, policy.ScopeEnrollment, "encrypt_pin")
 	if err != nil {
 		return nil, err
 	}
@@ -318,9 +315,9 @@ func (c *claimer) try(ctx context.Context, t *token.Token, otpValue string, pin 
 // tryWith is try with a check that must also pass once the OTP matched
 // (the user store password of autoassignment=userstore).
 func (c *claimer) tryWith(ctx context.Context, t *token.Token, otpValue string, pin *string, also func() (bool, error)) (int, error) {
-	q := c.q
-	svc := q.v.cfg.Tokens
-	m, err := svc.Verify(ctx, t, otpValue, q.r.Options, nil)
+	a := c.a
+	svc := a.v.cfg.Tokens
+	m, err := svc.Verify(ctx, t, otpValue, a.r.Options, nil)
 	if err != nil && !errors.Is(err, token.ErrCorrupt) {
 		return claimNext, err
 	}
@@ -334,7 +331,7 @@ func (c *claimer) tryWith(ctx context.Context, t *token.Token, otpValue string, 
 			return claimNext, err
 		}
 	}
-	done, err := svc.CommitAssign(ctx, t.Serial, m, token.Claim{Owner: q.u, PIN: pin, EncryptPIN: c.encrypt, Owned: c.owned})
+	done, err := svc.CommitAssign(ctx, t.Serial, m, token.Claim{Owner: a.t.u, PIN: pin, EncryptPIN: c.encrypt, Owned: c.owned})
 	var ue *token.UnusableError
 	switch {
 	case err == nil:
@@ -348,9 +345,9 @@ func (c *claimer) tryWith(ctx context.Context, t *token.Token, otpValue string, 
 	return claimNext, err
 }
 
-// logAssign logs an assignment on use (never the password).
-func (q *req) logAssign(ctx context.Context, t *token.Token, action string) {
+// log logs an assignment on use (never the password).
+func (a *assigner) log(ctx context.Context, t *token.Token, action string) {
 	zerolog.Ctx(ctx).Info().Str("component", "validate").Str("action", action).
-		Str("user", q.u.Login).Str("realm", q.u.Realm).Str("resolver", q.u.Resolver).
+		Str("user", a.t.u.Login).Str("realm", a.t.u.Realm).Str("resolver", a.t.u.Resolver).
 		Str("serial", t.Serial).Str("token_type", t.Type).Msg("token assigned on use")
 }

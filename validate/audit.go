@@ -51,6 +51,10 @@ type auditor struct {
 	// last is the entry written (or being written in the commit), for
 	// the post event handlers; kept only when there are some.
 	last *audit.Entry
+	// pol are the request's policies once the request got that far (nil
+	// before): the entry lists those that took effect, and the
+	// authentication record counts for the user they match (pol.u).
+	pol *policies
 }
 
 // keep remembers e for the post event handlers.
@@ -165,15 +169,15 @@ func (a *auditor) outcome(res Response, err error) string {
 // will give when the transaction it is handed to commits, and of its
 // authentication record. The caller sets a.written once that commit
 // succeeded.
-func (a *auditor) inTx(res Response, used []string, q *req) func(store.Tx) error {
+func (a *auditor) inTx(res Response) func(store.Tx) error {
 	l := a.v.cfg.Audit
 	if l == nil {
 		return nil
 	}
-	e := a.entry(res, used, nil)
+	e := a.entry(res, a.used(), nil)
 	a.keep(e)
 	p := l.Prepare(e)
-	rec := a.record(q, a.outcome(res, nil))
+	rec := a.record(a.outcome(res, nil))
 	return func(tx store.Tx) error {
 		if _, err := l.WritePrepared(tx, p); err != nil {
 			return err
@@ -185,24 +189,29 @@ func (a *auditor) inTx(res Response, used []string, q *req) func(store.Tx) error
 	}
 }
 
-// record returns the write of the authentication record of q's user, or
-// nil when nothing is counted.
-func (a *auditor) record(q *req, result string) func(store.Tx) error {
-	if result == "" || q == nil || q.u.Login == "" || a.v.cfg.Store == nil || !countingPolicies(q.pol.snap) {
+// used are the names of the policies that took effect so far.
+func (a *auditor) used() []string {
+	if a.pol == nil {
 		return nil
 	}
-	return a.v.authRecord(q.u.Login, q.u.Realm, result, a.v.cfg.Now())
+	return a.pol.used
+}
+
+// record returns the write of the authentication record of the request's
+// user, or nil when nothing is counted.
+func (a *auditor) record(result string) func(store.Tx) error {
+	if result == "" || a.pol == nil || a.pol.u.Login == "" || a.v.cfg.Store == nil || !countingPolicies(a.pol.snap) {
+		return nil
+	}
+	return a.v.authRecord(a.pol.u.Login, a.pol.u.Realm, result, a.v.cfg.Now())
 }
 
 // finish writes the entry of the answer unless it committed with the
 // token changes. The write does not stop when the client leaves; when it
 // fails, the answer becomes a server error (an answer is never given
 // without its entry).
-func (a *auditor) finish(ctx context.Context, q *req, res Response, err error) (Response, error) {
-	var used []string
-	if q != nil {
-		used = q.pol.used
-	}
+func (a *auditor) finish(ctx context.Context, res Response, err error) (Response, error) {
+	used := a.used()
 	res.Policies = used
 	if a.written {
 		return res, err
@@ -214,7 +223,7 @@ func (a *auditor) finish(ctx context.Context, q *req, res Response, err error) (
 	}
 	ctx = context.WithoutCancel(ctx)
 	var werr error
-	if rec := a.record(q, a.outcome(res, err)); rec == nil {
+	if rec := a.record(a.outcome(res, err)); rec == nil {
 		_, werr = a.v.cfg.Audit.Write(ctx, e)
 	} else {
 		p := a.v.cfg.Audit.Prepare(e)

@@ -59,32 +59,42 @@ func agentName(ua string) string {
 	return name
 }
 
-// modeOn returns the name of the client_mode_per_user policy of the
-// request's user, or "" when it is not set or cannot apply.
-func (q *req) modeOn(ctx context.Context) (string, error) {
-	if q.v.cfg.Store == nil || !q.found || q.u.UID == "" {
-		return "", nil
-	}
-	return q.pol.flag(ctx, policy.ScopeAuthentication, "client_mode_per_user")
+// clientModes is AUTH client_mode_per_user for one request: it remembers
+// the token type the user authenticated with from the request's client
+// application, and prefers the client mode of that type's challenge.
+type clientModes struct {
+	v   *Validator
+	r   *Request
+	t   *target
+	pol *policies
 }
 
-// rememberClientMode stores typ as the last used token type of the user
+// on returns the name of the client_mode_per_user policy of the
+// request's user, or "" when it is not set or cannot apply.
+func (m *clientModes) on(ctx context.Context) (string, error) {
+	if m.v.cfg.Store == nil || !m.t.found || m.t.u.UID == "" {
+		return "", nil
+	}
+	return m.pol.flag(ctx, policy.ScopeAuthentication, "client_mode_per_user")
+}
+
+// remember stores typ as the last used token type of the user
 // from the request's client application.
-func (q *req) rememberClientMode(ctx context.Context, typ string) error {
+func (m *clientModes) remember(ctx context.Context, typ string) error {
 	if typ == "" || typ == "undetermined" {
 		return nil
 	}
-	name, err := q.modeOn(ctx)
+	name, err := m.on(ctx)
 	if err != nil || name == "" {
 		return err
 	}
-	q.pol.note(name)
-	agent, key := agentName(q.r.Caller.UserAgent), modeKey(q.u)
-	if last, err := q.lastType(ctx); err != nil || last == typ {
+	m.pol.note(name)
+	agent, key := agentName(m.r.Caller.UserAgent), modeKey(m.t.u)
+	if last, err := m.last(ctx); err != nil || last == typ {
 		return err
 	}
-	now := q.v.cfg.Now().UTC()
-	return q.v.cfg.Store.Update(ctx, func(tx store.Tx) error {
+	now := m.v.cfg.Now().UTC()
+	return m.v.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		b := tx.Bucket(modeBucket)
 		var rec modeRecord
 		if err := store.GetJSON(b, key, &rec); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -99,12 +109,12 @@ func (q *req) rememberClientMode(ctx context.Context, typ string) error {
 	})
 }
 
-// lastType is the token type the user last used from the request's
+// last is the token type the user last used from the request's
 // client application ("" when none is known).
-func (q *req) lastType(ctx context.Context) (string, error) {
-	agent, key := agentName(q.r.Caller.UserAgent), modeKey(q.u)
+func (m *clientModes) last(ctx context.Context) (string, error) {
+	agent, key := agentName(m.r.Caller.UserAgent), modeKey(m.t.u)
 	typ := ""
-	err := q.v.cfg.Store.View(ctx, func(tx store.Tx) error {
+	err := m.v.cfg.Store.View(ctx, func(tx store.Tx) error {
 		typ = ""
 		var rec modeRecord
 		if err := store.GetJSON(tx.Bucket(modeBucket), key, &rec); err != nil {
@@ -124,22 +134,22 @@ func (q *req) lastType(ctx context.Context) (string, error) {
 	return typ, err
 }
 
-// userClientMode is the client_mode that client_mode_per_user prefers
+// prefer is the client_mode that client_mode_per_user prefers
 // among the challenges multi: that of the challenge of the type the user
 // last used from this application, or "".
-func (q *req) userClientMode(ctx context.Context, multi []Challenge) (string, error) {
-	name, err := q.modeOn(ctx)
+func (m *clientModes) prefer(ctx context.Context, multi []Challenge) (string, error) {
+	name, err := m.on(ctx)
 	if err != nil || name == "" {
 		return "", err
 	}
-	typ, err := q.lastType(ctx)
+	typ, err := m.last(ctx)
 	if err != nil || typ == "" {
 		return "", err
 	}
 	for _, c := range multi {
 		if c.Type == typ {
 			if mode := c.ClientMode; mode != "" {
-				q.pol.note(name)
+				m.pol.note(name)
 				return mode, nil
 			}
 		}

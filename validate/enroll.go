@@ -55,37 +55,29 @@ func pendingEnrollment(t *token.Token) bool {
 	return t.RolloutState == token.StateClientWait && t.Info[infoEnrollVia] != ""
 }
 
-// ignorePending reports whether t, a token waiting for the first OTP of
-// its enrollment via multichallenge, is left out of the count of the
-// user's tokens: for a new login (not for the answer to the enrollment's
-// challenge, which must reach the token).
-func (q *req) ignorePending(t *token.Token) bool {
-	return q.r.TransactionID == "" && pendingEnrollment(t)
-}
-
-// afterSuccess runs after a success that the policies let stand:
-// client_mode_per_user remembers the token type, and
-// enroll_via_multichallenge may turn the success into an enrollment
-// challenge. typ is the type that authenticated ("" for none).
-func (q *req) afterSuccess(ctx context.Context, res Response, typ string) (Response, error) {
-	if err := q.rememberClientMode(ctx, typ); err != nil {
-		return res, err
-	}
-	return q.enroll(ctx, res)
+// enroller enrolls a token of the type AUTH enroll_via_multichallenge
+// names for a user who authenticated without having one, and answers
+// with the challenge of its first OTP (the responder checks that OTP).
+type enroller struct {
+	v   *Validator
+	r   *Request
+	t   *target
+	pol *policies
+	ch  *challenger
 }
 
 // enroll is enroll_via_multichallenge after a success on the user path.
-func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
-	if !res.Value || !q.found || q.r.User == "" || q.r.Serial != "" {
+func (e *enroller) enroll(ctx context.Context, res Response) (Response, error) {
+	if !res.Value || !e.t.found || e.r.User == "" || e.r.Serial != "" {
 		return res, nil
 	}
-	typ, name, err := q.pol.valueNamed(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge")
+	typ, name, err := e.pol.valueNamed(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge")
 	typ = strings.ToLower(strings.TrimSpace(typ))
 	if err != nil || typ == "" {
 		return res, err
 	}
-	svc := q.v.cfg.Tokens
-	log := zerolog.Ctx(ctx).With().Str("component", "validate").Str("user", q.u.Login).Str("realm", q.u.Realm).
+	svc := e.v.cfg.Tokens
+	log := zerolog.Ctx(ctx).With().Str("component", "validate").Str("user", e.t.u.Login).Str("realm", e.t.u.Realm).
 		Str("token_type", typ).Logger()
 	via, ok := svc.Types().EnrollVia(typ)
 	qr := via.QR
@@ -93,7 +85,7 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 		log.Warn().Str("policy", name).Msg("enroll_via_multichallenge: this token type can not be enrolled during authentication")
 		return res, nil
 	}
-	toks, err := svc.ByOwner(ctx, q.u)
+	toks, err := svc.ByOwner(ctx, e.t.u)
 	if err != nil {
 		return res, err
 	}
@@ -107,8 +99,8 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 		}
 		pending = t
 	}
-	info := q.ownerInfo(ctx)
-	p, err := q.enrollParams(ctx, via, info)
+	info := e.t.info(ctx)
+	p, err := e.params(ctx, via, info)
 	if err != nil || p == nil {
 		if p == nil && err == nil {
 			log.Info().Msg("enroll_via_multichallenge: the user store has no address for this token type")
@@ -117,7 +109,7 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 	}
 	// The enrollment policies of /token/init, with the user's scope for
 	// the type's defaults.
-	enr, err := token.EnrollPolicies(ctx, enrollReader{&q.pol}, policy.ScopeUser, typ, p)
+	enr, err := token.EnrollPolicies(ctx, enrollReader{e.pol}, policy.ScopeUser, typ, p)
 	if apierr.Is(err, apierr.Parameter) {
 		log.Info().Err(err).Msg("enroll_via_multichallenge: an enrollment policy refuses this token")
 		return res, nil
@@ -128,11 +120,11 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 		// The pending token is enrolled anew: it counts already.
 		enr.Limits = token.Limits{}
 	}
-	optName, err := q.pol.flag(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge_optional")
+	optName, err := e.pol.flag(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge_optional")
 	if err != nil {
 		return res, err
 	}
-	text, textName, err := q.pol.valueNamed(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge_text")
+	text, textName, err := e.pol.valueNamed(ctx, policy.ScopeAuthentication, "enroll_via_multichallenge_text")
 	if err != nil {
 		return res, err
 	}
@@ -140,7 +132,7 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 	if pending != nil {
 		serial = pending.Serial
 	}
-	owner := q.u
+	owner := e.t.u
 	init := token.InitRequest{Type: typ, Serial: serial, Params: p, Owner: &owner, OwnerInfo: info,
 		RolloutState: token.StateClientWait, Info: map[string]string{infoEnrollVia: "True"}}
 	enr.Apply(&init)
@@ -162,7 +154,7 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 	if optName != "" {
 		session = sessionEnrollOptional
 	}
-	opts, err := q.pol.challengeOpts(ctx)
+	opts, err := e.pol.challengeOpts(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -179,7 +171,7 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 		log.Warn().Err(err).Str("serial", t.Serial).Msg("enroll_via_multichallenge: the challenge of the new token could not be sent")
 		return res, nil
 	}
-	q.pol.note(name, textName, optName)
+	e.pol.note(name, textName, optName)
 	msg := text
 	if msg == "" {
 		msg = MsgEnrollScan
@@ -198,21 +190,21 @@ func (q *req) enroll(ctx context.Context, res Response) (Response, error) {
 	if len(cres.Attributes) > 0 {
 		ch.Attributes = cres.Attributes
 	}
-	out := challengeAnswer(q.u, []Challenge{ch}, msg, []string{txid})
+	out := challengeAnswer(e.t.u, []Challenge{ch}, msg, []string{txid})
 	out.Enrollment, out.EnrollmentOptional = true, optName != ""
-	if err := q.challengeShape(ctx, &out); err != nil {
+	if err := e.ch.shape(ctx, &out); err != nil {
 		return res, err
 	}
 	log.Info().Str("serial", t.Serial).Msg("enroll_via_multichallenge: token enrolled, waiting for its first OTP")
 	return out, nil
 }
 
-// enrollParams are the init parameters of the new token that depend on
+// params are the init parameters of the new token that depend on
 // the enrollment during an authentication (EnrollPolicies adds the
 // policy defaults): a generated key; email and sms read the user store's
 // address (nil when it has none); sms sends through the first gateway of
 // the user's sms_gateways.
-func (q *req) enrollParams(ctx context.Context, via token.EnrollVia, info map[string]string) (token.Params, error) {
+func (e *enroller) params(ctx context.Context, via token.EnrollVia, info map[string]string) (token.Params, error) {
 	p := token.Params{"genkey": "1"}
 	switch via.Channel {
 	case token.ChannelEmail:
@@ -223,7 +215,7 @@ func (q *req) enrollParams(ctx context.Context, via token.EnrollVia, info map[st
 		// The SMTP server: the one that is defined, when there is
 		// exactly one (without, the mail can not be sent and the
 		// enrollment is skipped).
-		if n := q.v.cfg.Tokens.Notify(); n != nil {
+		if n := e.v.cfg.Tokens.Notify(); n != nil {
 			defs, err := n.SMTPServers(ctx)
 			if err != nil {
 				return nil, err
@@ -239,7 +231,7 @@ func (q *req) enrollParams(ctx context.Context, via token.EnrollVia, info map[st
 		p["dynamic_phone"] = "1"
 		// The gateway: the first one the user may choose for new SMS
 		// tokens.
-		v, err := q.pol.value(ctx, policy.ScopeUser, "sms_gateways")
+		v, err := e.pol.value(ctx, policy.ScopeUser, "sms_gateways")
 		if err != nil {
 			return nil, err
 		}
@@ -250,134 +242,51 @@ func (q *req) enrollParams(ctx context.Context, via token.EnrollVia, info map[st
 	return p, nil
 }
 
-// ownerInfo reads the user's attributes from the user store as strings
-// (none when the store does not answer).
-func (q *req) ownerInfo(ctx context.Context) map[string]string {
-	info := map[string]string{}
-	if q.in == nil || q.u.UID == "" {
-		return info
-	}
-	ui, err := q.in.User(ctx, q.u.UID)
-	if err != nil {
-		return info
-	}
-	return ui.Strings()
-}
-
-// challengeOpts are the AUTH policy values handed to a token type that
-// makes a challenge (texts, mail subject, validity).
-func (p *policies) challengeOpts(ctx context.Context) (token.Params, error) {
-	opts := token.Params{}
-	for _, a := range challengeOptions {
-		v, err := p.value(ctx, policy.ScopeAuthentication, a)
-		if err != nil {
-			return nil, err
-		}
-		if v != "" {
-			opts[a] = v
-		}
-	}
-	return opts, nil
-}
-
-// enrollAnswer answers the challenge of an enrollment via multichallenge:
-// all are the user's tokens, bySerial the challenges of the transaction.
-// ok is false when the transaction is no such enrollment. The token is
-// checked with the password as OTP; a match commits it as enrolled (in
-// the same transaction as the OTP's use) and authenticates; a mismatch
-// counts as a failure of the token, which stays in clientwait.
-func (q *req) enrollAnswer(ctx context.Context, all []*token.Token, bySerial map[string]*token.Challenge) (Response, bool, error) {
-	svc := q.v.cfg.Tokens
-	var t *token.Token
-	var ch *token.Challenge
-	for _, c := range all {
-		if x, ok := bySerial[c.Serial]; ok && (x.Session == sessionEnroll || x.Session == sessionEnrollOptional) && pendingEnrollment(c) {
-			t, ch = c, x
-			break
-		}
-	}
-	if t == nil {
-		return Response{}, false, nil
-	}
-	if q.v.cfg.Now().Before(ch.Expiration) {
-		m, err := svc.Verify(ctx, t, q.r.Pass, q.r.Options, ch)
-		if err != nil && !errors.Is(err, token.ErrCorrupt) {
-			return Response{}, true, err
-		}
-		if m.OK {
-			m.Rollout = true
-			committed, stale, err := q.commit(ctx, t, m, MsgFoundChallenge)
-			var ue *token.UnusableError
-			switch {
-			case errors.Is(err, token.ErrReplay), errors.As(err, &ue):
-			case err != nil:
-				return Response{}, true, err
-			default:
-				if _, err := svc.DeleteTransaction(ctx, q.r.TransactionID); err != nil {
-					return Response{}, true, err
-				}
-				zerolog.Ctx(ctx).Info().Str("component", "validate").Str("user", q.u.Login).Str("realm", q.u.Realm).
-					Str("serial", t.Serial).Msg("enroll_via_multichallenge: the new token is enrolled")
-				if err := q.resetAll(ctx, committed); err != nil {
-					return Response{}, true, err
-				}
-				return q.success(MsgFoundChallenge, committed, stale), true, nil
-			}
-		}
-	}
-	if err := svc.ChallengeAnswered(ctx, q.r.TransactionID, t.Serial, false); err != nil {
-		return Response{}, true, err
-	}
-	if err := svc.Fail(ctx, t.Serial, true); err != nil {
-		return Response{}, true, err
-	}
-	return Response{User: q.u, Message: MsgResponseNoMatch, Serial: t.Serial, Type: t.Type}, true, nil
-}
-
 // cancelEnrollment is cancel_enrollment=1 with a transaction_id: the token
 // of an optional enrollment via multichallenge is removed and the
 // authentication succeeds. A transaction that is unknown, expired, no
 // optional enrollment, or whose token belongs to another user than the
 // request names, fails.
-func (v *Validator) cancelEnrollment(ctx context.Context, r Request, a *auditor) (q *req, _ Response, err error) {
+func (v *Validator) cancelEnrollment(ctx context.Context, r Request, a *auditor) (Response, error) {
 	txid := strings.TrimSpace(r.TransactionID)
 	if txid == "" {
-		return nil, Response{}, apierr.MissingParameter("transaction_id")
+		return Response{}, apierr.MissingParameter("transaction_id")
 	}
-	if q, err = v.start(ctx, r, a); err != nil {
-		return q, Response{}, err
+	q, err := v.start(ctx, r, a)
+	if err != nil {
+		return Response{}, err
 	}
-	fail := Response{User: q.u, Message: MsgEnrollCancelFailed}
+	fail := Response{User: q.t.u, Message: MsgEnrollCancelFailed}
 	svc := v.cfg.Tokens
 	chs, err := svc.Challenges(ctx, token.ChallengeFilter{TransactionID: txid})
 	if err != nil {
-		return q, Response{}, err
+		return Response{}, err
 	}
 	if len(chs) != 1 || chs[0].Session != sessionEnrollOptional {
-		return q, fail, nil
+		return fail, nil
 	}
 	t, err := svc.Get(ctx, chs[0].Serial)
 	if apierr.Is(err, apierr.ResourceNotFound) {
-		return q, fail, nil
+		return fail, nil
 	}
 	if err != nil {
-		return q, Response{}, err
+		return Response{}, err
 	}
 	if !t.Assigned() || (r.Serial != "" && r.Serial != t.Serial) ||
-		(r.User != "" && (!q.found || t.Owner.UID != q.u.UID || t.Owner.Resolver != q.u.Resolver)) {
-		return q, fail, nil
+		(r.User != "" && (!q.t.found || t.Owner.UID != q.t.u.UID || t.Owner.Resolver != q.t.u.Resolver)) {
+		return fail, nil
 	}
 	ok, err := svc.CancelRollout(ctx, txid, t.Serial, sessionEnrollOptional)
 	if err != nil || !ok {
-		return q, fail, err
+		return fail, err
 	}
-	q.u, q.found = *t.Owner, true
-	zerolog.Ctx(ctx).Info().Str("component", "validate").Str("user", q.u.Login).Str("realm", q.u.Realm).
+	q.t.u, q.t.found = *t.Owner, true
+	zerolog.Ctx(ctx).Info().Str("component", "validate").Str("user", q.t.u.Login).Str("realm", q.t.u.Realm).
 		Str("serial", t.Serial).Msg("enroll_via_multichallenge: enrollment cancelled, token removed")
 	if err := q.pol.authorized(ctx); err != nil {
-		return q, Response{}, err
+		return Response{}, err
 	}
-	return q, Response{Value: true, User: q.u, Message: MsgEnrollCancelled}, nil
+	return Response{Value: true, User: q.t.u, Message: MsgEnrollCancelled}, nil
 }
 
 // enrollReader reads the enrollment policies of token.EnrollPolicies from

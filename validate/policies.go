@@ -2,13 +2,13 @@ package validate
 
 import (
 	"context"
-	"regexp"
+	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/caller"
 	"github.com/authsrv/authsrv/policy"
-	"github.com/authsrv/authsrv/realm"
 	"github.com/authsrv/authsrv/user"
 )
 
@@ -216,120 +216,7 @@ func unique(sc *policy.Scoped, action string) (string, []string, error) {
 // unescape turns the \, of a policy value into a comma.
 func unescape(s string) string { return strings.ReplaceAll(s, `\,`, ",") }
 
-// requestPolicies applies the request policies before the user is
-// resolved: AUTH set_realm (it wins), else AUTHZ setrealm, then every
-// AUTH mangle in priority order on user, realm and pass.
-func (q *req) requestPolicies(ctx context.Context, login, realmName string) (string, string, error) {
-	if login != "" && realmName == "" {
-		def, err := q.v.cfg.Realms.Default(ctx)
-		if err != nil {
-			return "", "", err
-		}
-		realmName = def
-	}
-	snap := q.pol.snap
-	pre := user.User{Login: login, Realm: realmName}
-	auth, err := snap.Scoped(ctx, q.pol.query(policy.ScopeAuthentication, pre))
-	if err != nil {
-		return "", "", err
-	}
-	if login != "" {
-		rn, names, err := unique(auth, "set_realm")
-		if err != nil {
-			return "", "", err
-		}
-		if rn == "" {
-			authz, err := snap.Scoped(ctx, q.pol.query(policy.ScopeAuthorization, pre))
-			if err != nil {
-				return "", "", err
-			}
-			if rn, names, err = unique(authz, "setrealm"); err != nil {
-				return "", "", err
-			}
-		}
-		if rn != "" {
-			q.pol.note(names...)
-			realmName = realm.Normalize(rn)
-			if realmName != pre.Realm {
-				pre.Realm = realmName
-				if auth, err = snap.Scoped(ctx, q.pol.query(policy.ScopeAuthentication, pre)); err != nil {
-					return "", "", err
-				}
-			}
-		}
-	}
-	specs, names, err := values(auth, "mangle")
-	if err != nil {
-		return "", "", err
-	}
-	for i, spec := range specs {
-		if mangle(spec, &login, &realmName, &q.r.Pass) {
-			q.pol.note(names[i])
-		}
-	}
-	return login, realm.Normalize(realmName), nil
-}
-
-// mangle applies one mangle value, key/regex/replacement/, to the user
-// login, the realm or the password. It reports whether the value was
-// applied (an empty parameter or a malformed value is left alone).
-func mangle(spec string, login, realmName, pass *string) bool {
-	parts := strings.SplitN(spec, "/", 4)
-	if len(parts) < 3 {
-		return false
-	}
-	var target *string
-	switch strings.TrimSpace(parts[0]) {
-	case "user":
-		target = login
-	case "realm":
-		target = realmName
-	case "pass":
-		target = pass
-	default:
-		return false
-	}
-	if *target == "" {
-		return false
-	}
-	re, err := regexp.Compile(parts[1])
-	if err != nil {
-		return false
-	}
-	*target = re.ReplaceAllString(*target, pyReplacement(parts[2]))
-	return true
-}
-
-// pyReplacement turns a Python re.sub replacement (\1, \g<1>, \g<name>,
-// \\) into Go's template syntax; a literal $ stays literal.
-func pyReplacement(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '$':
-			b.WriteString("$$")
-		case c == '\\' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9':
-			j := i + 1
-			for j < len(s) && j < i+3 && s[j] >= '0' && s[j] <= '9' {
-				j++
-			}
-			b.WriteString("${" + s[i+1:j] + "}")
-			i = j - 1
-		case c == '\\' && strings.HasPrefix(s[i+1:], "g<"):
-			end := strings.IndexByte(s[i+3:], '>')
-			if end < 0 {
-				b.WriteByte(c)
-				continue
-			}
-			b.WriteString("${" + s[i+3:i+3+end] + "}")
-			i += 3 + end
-		case c == '\\' && i+1 < len(s) && s[i+1] == '\\':
-			b.WriteByte('\\')
-			i++
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
+// errPolicyValue is the error for a policy value that does not parse.
+func errPolicyValue(action, v string) error {
+	return apierr.New(apierr.Policy, fmt.Sprintf("The value %q of the policy action %s is not valid.", v, action))
 }
