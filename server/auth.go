@@ -10,13 +10,11 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/rs/zerolog"
 
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/caller"
 	"github.com/authsrv/authsrv/policy"
-	"github.com/authsrv/authsrv/realm"
-	"github.com/authsrv/authsrv/user"
 )
 
 // Roles carried in the JWT.
@@ -33,8 +31,6 @@ const maxTokenLen = 8 << 10
 var (
 	errMissingHeader = apierr.New(apierr.AuthMissingHeader, "Authentication failure. Missing Authorization header.")
 	errWrongRole     = apierr.New(apierr.AuthMissingRight, "Authentication failure. You do not have the necessary role (['admin']) to access this resource!")
-	errWrongCreds    = apierr.New(apierr.AuthWrongCredentials, "Authentication failure. Wrong credentials")
-	errNoUsername    = apierr.New(apierr.AuthMissingUsername, "Authentication failure. Missing Username")
 )
 
 func decodingError(reason string) error {
@@ -186,9 +182,9 @@ func (a *api) adminRights() []string {
 	return out
 }
 
-// postAuth is POST /auth: local administrators get an admin JWT; realm
-// users are checked against their user store and get the user role (the
-// admin role in a superuser realm).
+// postAuth is POST /auth: the login is the library's (authsrv.Ops.Login:
+// local administrators, realm users, superuser realms, the audit entry);
+// the JWT and the rights list of the web UI are the HTTP layer's.
 func postAuth(c *call) (answer, error) {
 	username, err := c.p.str("username")
 	if err != nil {
@@ -202,80 +198,34 @@ func postAuth(c *call) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	if realm != "" && !c.isRealm(realm) {
-		c.a.s.DummyPasswordCheck(c.ctx, password)
-		return answer{}, apierr.New(apierr.AuthWrongCredentials, "Authentication failure. Unknown realm: "+realm+".")
-	}
-	if username == "" {
-		return answer{}, errNoUsername
-	}
-	// Local administrators first, by the raw name, whatever the realm.
-	ok, err := c.a.s.Admins().Check(c.ctx, username, password)
+	// Whoever logs in is anonymous until it did (a token it may carry
+	// names nobody here).
+	who := c.caller()
+	who.Role, who.Name, who.Realm = caller.Anonymous, "", ""
+	login, err := c.a.s.Ops().Login(c.ctx, who, authsrv.LoginRequest{Username: username, Password: password, Realm: realm})
+	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
-	var who identity
-	if ok {
-		who = identity{Username: username, Realm: "", Role: roleAdmin, AuthType: "password"}
-	} else {
-		u, found, err := c.realmUserLogin(username, realm, password)
-		if err != nil {
-			return answer{}, err
-		}
-		if !found {
-			return answer{}, errWrongCreds
-		}
-		who = identity{Username: u.Login, Realm: u.Realm, Role: roleUser, AuthType: "password"}
-		if c.a.s.Realms().IsSuperuser(u.Realm) {
-			who.Role = roleAdmin
-		}
-	}
-	if who.Role == roleAdmin {
-		if who.Rights, err = c.rightsOf(who); err != nil {
+	id := identity{Username: login.Name, Realm: login.Realm, Role: roleUser, AuthType: "password"}
+	if login.Role == caller.Admin {
+		id.Role = roleAdmin
+		if id.Rights, err = c.rightsOf(id); err != nil {
 			return answer{}, err
 		}
 	}
-	tok, _, err := c.a.issueToken(who)
+	tok, _, err := c.a.issueToken(id)
 	if err != nil {
 		return answer{}, err
 	}
 	return answer{auth: true, value: map[string]any{
 		"token":    tok,
-		"role":     who.Role,
-		"username": who.Username,
-		"realm":    who.Realm,
+		"role":     id.Role,
+		"username": id.Username,
+		"realm":    id.Realm,
 		"auth":     true,
-		"rights":   nonNil(who.Rights),
+		"rights":   nonNil(id.Rights),
 	}}, nil
-}
-
-// realmUserLogin checks a realm user's password with its resolver and
-// records the result of a user it found for the authentication counters.
-// A user that cannot be found, and a user store that is down, both end as
-// wrong credentials for the client; the store failure is logged.
-func (c *call) realmUserLogin(username, realmName, password string) (user.User, bool, error) {
-	login := username
-	if realmName == "" {
-		login, realmName = user.Split(username, c.isRealm, true)
-	}
-	u, in, err := c.a.s.Realms().Resolve(c.ctx, login, realmName)
-	if err != nil {
-		if !errors.Is(err, realm.ErrNoUser) && !errors.Is(err, realm.ErrNotFound) {
-			zerolog.Ctx(c.ctx).Warn().Err(err).Str("realm", realmName).Msg("user lookup for /auth failed")
-		}
-		return u, false, nil
-	}
-	ok, err := in.CheckPassword(c.ctx, u.UID, password)
-	if err != nil {
-		zerolog.Ctx(c.ctx).Warn().Err(err).Str("resolver", u.Resolver).Msg("password check for /auth failed")
-		ok = false
-	}
-	// auth_max_fail and auth_max_success count user logins as they count
-	// checks.
-	if err := c.a.s.Validator().RecordLogin(c.ctx, u, ok); err != nil {
-		return u, false, err
-	}
-	return u, ok, nil
 }
 
 func nonNil(s []string) []string {
