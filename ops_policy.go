@@ -2,6 +2,7 @@ package authsrv
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/authsrv/authsrv/apierr"
@@ -31,9 +32,107 @@ func policyTarget(p policy.Policy) Target {
 	return Target{User: strings.Join(p.User, ","), Realm: strings.Join(p.Realm, ","), Resolver: strings.Join(p.Resolver, ",")}
 }
 
-// SetPolicy creates or replaces the policy p.Name (right policywrite,
-// event set_policy) and returns its id. p is the whole policy: a partial
-// update is the caller's merge of Policies().Get with its changes.
+// PolicyUpdate is a POST /policy/<name>: the attributes it sends over the
+// stored policy. A nil field keeps the stored value (a new policy gets
+// priority 1 and empty lists); Active (nil: true), CheckAllResolvers,
+// UserCaseInsensitive and Description are reset when not sent, as
+// privacyIDEA resets them.
+type PolicyUpdate struct {
+	Scope                                                        string
+	Action                                                       *string
+	Realm, Resolver, User, AdminRealm, AdminUser, Client, PINode *[]string
+	UserAgents                                                   *[]string
+	Time                                                         *string
+	Priority                                                     *int
+	Active                                                       *bool
+	CheckAllResolvers, UserCaseInsensitive                       bool
+	Description                                                  string
+	Conditions                                                   *[]policy.Condition
+}
+
+// merge is u over the stored policy old (exists false: none).
+func (u PolicyUpdate) merge(name string, old policy.Policy, exists bool) (policy.Policy, error) {
+	p := policy.Policy{Name: name, Priority: 1}
+	if exists {
+		p = old
+	}
+	if name == "" {
+		return p, apierr.MissingParameter("name")
+	}
+	if p.Scope = u.Scope; p.Scope == "" {
+		return p, apierr.MissingParameter("scope")
+	}
+	if u.Action != nil {
+		p.Action = *u.Action
+	} else if !exists && p.Scope != policy.ScopeUser {
+		return p, apierr.MissingParameter("action")
+	}
+	for _, f := range []struct {
+		dst *[]string
+		v   *[]string
+	}{{&p.Realm, u.Realm}, {&p.Resolver, u.Resolver}, {&p.User, u.User}, {&p.AdminRealm, u.AdminRealm},
+		{&p.AdminUser, u.AdminUser}, {&p.Client, u.Client}, {&p.PINode, u.PINode}, {&p.UserAgents, u.UserAgents}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	if u.Time != nil {
+		p.Time = *u.Time
+	}
+	if u.Priority != nil {
+		p.Priority = *u.Priority
+	}
+	p.Active = u.Active == nil || *u.Active
+	p.CheckAllResolvers, p.UserCaseInsensitive, p.Description = u.CheckAllResolvers, u.UserCaseInsensitive, u.Description
+	if u.Conditions != nil {
+		p.Conditions = *u.Conditions
+	}
+	return p, nil
+}
+
+// UpdatePolicy applies u to the policy name, creating it when there is
+// none (right policywrite, event set_policy), and returns its id. The merge
+// commits only over the version it read: a concurrent change of the same
+// policy makes it merge again rather than be lost.
+func (o *Ops) UpdatePolicy(ctx context.Context, who caller.Caller, name string, u PolicyUpdate) (int, error) {
+	old, exists, gerr := o.s.policies.Get(ctx, name)
+	p, merr := u.merge(name, old, exists)
+	var id int
+	err := o.run(ctx, who, opSpec{event: "set_policy", action: "POST /policy/" + name, right: rightPolicyWrite, target: policyTarget(p)},
+		func(ctx context.Context, r *opRun) error {
+			if gerr != nil {
+				return gerr
+			}
+			if merr != nil {
+				return merr
+			}
+			for attempt := 1; ; attempt++ {
+				prev := &old
+				if !exists {
+					prev = nil
+				}
+				var err error
+				id, err = o.s.policies.SetIf(ctx, p, prev, r.Audit)
+				if !errors.Is(err, policy.ErrChanged) || attempt == maxMergeAttempts {
+					return err
+				}
+				if old, exists, err = o.s.policies.Get(ctx, name); err != nil {
+					return err
+				}
+				if p, err = u.merge(name, old, exists); err != nil {
+					return err
+				}
+			}
+		})
+	return id, err
+}
+
+// maxMergeAttempts bounds how often UpdatePolicy merges again.
+const maxMergeAttempts = 8
+
+// SetPolicy creates or replaces the whole policy p (right policywrite,
+// event set_policy) and returns its id; UpdatePolicy changes some of its
+// attributes.
 func (o *Ops) SetPolicy(ctx context.Context, who caller.Caller, p policy.Policy) (int, error) {
 	var id int
 	err := o.run(ctx, who, opSpec{event: "set_policy", action: "POST /policy/" + p.Name, right: rightPolicyWrite, target: policyTarget(p)},

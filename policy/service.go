@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -226,6 +227,39 @@ func (s *Service) Set(ctx context.Context, p Policy, also ...func(store.Tx) erro
 	}
 	var id int
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		var err error
+		if id, err = put(tx, p); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
+	})
+	return id, err
+}
+
+// ErrChanged is SetIf's answer when the stored policy is no longer the
+// one the caller read.
+var ErrChanged = errors.New("policy: changed meanwhile")
+
+// SetIf is Set when the stored policy of p's name is still prev (nil: no
+// such policy): a caller that merges a partial update into what it read
+// retries on ErrChanged instead of losing a concurrent change.
+func (s *Service) SetIf(ctx context.Context, p Policy, prev *Policy, also ...func(store.Tx) error) (int, error) {
+	if err := s.Validate(ctx, &p); err != nil {
+		return 0, err
+	}
+	var id int
+	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		var cur record
+		switch err := store.GetJSON(tx.Bucket(bucket), []byte(p.Name), &cur); {
+		case errors.Is(err, store.ErrNotFound):
+			if prev != nil {
+				return ErrChanged
+			}
+		case err != nil:
+			return err
+		case prev == nil || !reflect.DeepEqual(cur.Policy, *prev):
+			return ErrChanged
+		}
 		var err error
 		if id, err = put(tx, p); err != nil {
 			return err

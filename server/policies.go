@@ -299,94 +299,86 @@ func (c *call) conditionsParam(name string) ([]policy.Condition, bool, error) {
 }
 
 // postPolicyRoute serves POST /policy/{name}: the request's fields over
-// the stored policy (authsrv.Ops.SetPolicy).
+// the stored policy (authsrv.Ops.UpdatePolicy).
 func postPolicyRoute(c *call) (answer, error) {
-	p, err := c.policyParams()
+	name, u, err := c.policyUpdate()
 	if err != nil {
 		return answer{}, c.refused("policywrite", err)
 	}
-	id, err := c.a.s.Ops().SetPolicy(c.ctx, c.caller(), p)
+	id, err := c.a.s.Ops().UpdatePolicy(c.ctx, c.caller(), name, u)
 	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
-	return answer{value: map[string]any{"setPolicy " + p.Name: id}}, nil
+	return answer{value: map[string]any{"setPolicy " + name: id}}, nil
 }
 
-// policyParams reads POST /policy/{name}: attributes not sent keep the
-// stored value, except the booleans and the description, which are reset
-// as privacyIDEA resets them.
-func (c *call) policyParams() (policy.Policy, error) {
+// policyUpdate reads POST /policy/{name}: the attributes it sends (the
+// library merges them over the stored policy).
+func (c *call) policyUpdate() (string, authsrv.PolicyUpdate, error) {
+	var u authsrv.PolicyUpdate
 	name, err := c.p.required("name")
 	if err != nil {
-		return policy.Policy{}, err
+		return name, u, err
 	}
-	old, exists, err := c.a.s.Policies().Get(c.ctx, name)
-	if err != nil {
-		return policy.Policy{}, err
-	}
-	p := policy.Policy{Name: name, Priority: 1}
-	if exists {
-		p = old
-	}
-	if p.Scope, err = c.p.str("scope"); err != nil {
-		return p, err
-	}
-	if p.Scope == "" {
-		return p, apierr.MissingParameter("scope")
+	if u.Scope, err = c.p.str("scope"); err != nil {
+		return name, u, err
 	}
 	action, gotAction, err := c.actionParam()
 	if err != nil {
-		return p, err
+		return name, u, err
 	}
 	if gotAction {
-		p.Action = action
-	} else if !exists && p.Scope != policy.ScopeUser {
-		return p, apierr.MissingParameter("action")
+		u.Action = &action
 	}
-	for key, dst := range map[string]*[]string{
-		"realm": &p.Realm, "resolver": &p.Resolver, "user": &p.User, "adminrealm": &p.AdminRealm,
-		"adminuser": &p.AdminUser, "client": &p.Client, "pinode": &p.PINode, "user_agents": &p.UserAgents,
+	for key, dst := range map[string]**[]string{
+		"realm": &u.Realm, "resolver": &u.Resolver, "user": &u.User, "adminrealm": &u.AdminRealm,
+		"adminuser": &u.AdminUser, "client": &u.Client, "pinode": &u.PINode, "user_agents": &u.UserAgents,
 	} {
 		v, ok, err := c.strOrList(key)
 		if err != nil {
-			return p, err
+			return name, u, err
 		}
 		if ok {
-			*dst = v
+			*dst = &v
 		}
 	}
 	if c.p.has("time") {
-		if p.Time, err = c.p.str("time"); err != nil {
-			return p, err
+		t, err := c.p.str("time")
+		if err != nil {
+			return name, u, err
 		}
+		u.Time = &t
 	}
 	if c.p.has("priority") {
-		if p.Priority, err = c.p.integer("priority", 1); err != nil {
-			return p, err
+		n, err := c.p.integer("priority", 1)
+		if err != nil {
+			return name, u, err
 		}
+		u.Priority = &n
 	}
-	p.Active = true
 	if c.p.has("active") {
-		if p.Active, err = c.p.boolean("active"); err != nil {
-			return p, err
+		b, err := c.p.boolean("active")
+		if err != nil {
+			return name, u, err
 		}
+		u.Active = &b
 	}
-	if p.CheckAllResolvers, err = c.p.boolean("check_all_resolvers"); err != nil {
-		return p, err
+	if u.CheckAllResolvers, err = c.p.boolean("check_all_resolvers"); err != nil {
+		return name, u, err
 	}
-	if p.UserCaseInsensitive, err = c.p.boolean("user_case_insensitive"); err != nil {
-		return p, err
+	if u.UserCaseInsensitive, err = c.p.boolean("user_case_insensitive"); err != nil {
+		return name, u, err
 	}
-	if p.Description, err = c.p.str("description"); err != nil {
-		return p, err
+	if u.Description, err = c.p.str("description"); err != nil {
+		return name, u, err
 	}
 	if conds, ok, err := c.conditionsParam(name); err != nil {
-		return p, err
+		return name, u, err
 	} else if ok {
-		p.Conditions = conds
+		u.Conditions = &conds
 	}
-	return p, nil
+	return name, u, nil
 }
 
 // postPolicySub serves POST /policy/enable/{name}, /policy/disable/{name}
