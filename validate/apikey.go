@@ -28,10 +28,10 @@ var (
 // APIKey) may go on. A trusted local program needs none. Without an
 // active authorization policy it costs nothing.
 func (p *policies) requireAPIKey(ctx context.Context, realms *realm.Service, r *Request) error {
-	who := r.Caller
-	if who.Trusted() || who.Role == caller.APIKey || p.snap == nil || !p.snap.Active(policy.ScopeAuthorization) {
+	if r.Caller.Trusted() || r.Caller.Role == caller.APIKey || p.snap == nil || !p.snap.Active(policy.ScopeAuthorization) {
 		return nil
 	}
+	who := &r.Caller
 	pq := policy.Query{Scope: policy.ScopeAuthorization, Client: who.Client, UserAgent: who.UserAgent,
 		Data: func() policy.ConditionData {
 			return policy.ConditionData{Headers: who.Headers, Environment: who.Env(), RequestData: who.Data}

@@ -60,7 +60,9 @@ type auditor struct {
 // keep remembers e for the post event handlers.
 func (a *auditor) keep(e audit.Entry) {
 	if a.v.cfg.Events != nil {
-		a.last = &e
+		kept := new(audit.Entry)
+		*kept = e
+		a.last = kept
 	}
 }
 
