@@ -236,7 +236,7 @@ func (s *Server) open() error {
 	s.realms.SetTokenCheck(token.RealmHasOwners)
 	s.validator = validate.New(validate.Config{Tokens: s.tokens, Realms: s.realms, Policies: s.policies, Resolvers: s.resolvers, Now: c.now,
 		Store: s.st, CacheKey: hkdfSeed(c.encKey, "authsrv auth cache key"), Audit: s.audit, NodeName: c.nodeName,
-		Events: validateEvents(c.eventHandlers)})
+		Events: validateEvents(c.eventHandlers), Attrs: s.attrs})
 	return nil
 }
 

@@ -113,7 +113,7 @@ func (v *Validator) newReq(ctx context.Context, r Request, a *auditor) (*req, er
 	}
 	q := &req{v: v, r: r}
 	rq, t, pol := &q.r, &q.t, &q.pol
-	*pol = policies{snap: snap, who: &rq.Caller, u: &t.u}
+	*pol = policies{snap: snap, who: &rq.Caller, u: &t.u, t: t}
 	*t = target{v: v, r: rq, pol: pol}
 	q.com = committer{v: v, t: t, pol: pol, a: a}
 	q.modes = clientModes{v: v, r: rq, t: t, pol: pol}

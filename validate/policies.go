@@ -27,6 +27,45 @@ type policies struct {
 	// u is the request's user as it is resolved.
 	who *caller.Caller
 	u   *user.User
+	// t is the request's target, whose user store the conditions on user
+	// attributes read.
+	t *target
+}
+
+// conditionData is what the conditions of the request's policies read
+// (built only when a matching policy has one): the caller's headers and
+// environment, the request's parameters (never the password) and the
+// attributes of the request's user.
+func (p *policies) conditionData(ctx context.Context) policy.ConditionData {
+	d := policy.ConditionData{Headers: p.who.Headers, Environment: p.who.Env(), RequestData: map[string]any{}}
+	if t := p.t; t != nil {
+		r := t.r
+		for k, v := range r.Options {
+			d.RequestData[k] = v
+		}
+		for k, v := range map[string]string{"user": r.User, "realm": r.Realm, "resolver": r.Resolver, "serial": r.Serial,
+			"transaction_id": r.TransactionID, "type": r.Type} {
+			if v != "" {
+				d.RequestData[k] = v
+			}
+		}
+		if t.in != nil && t.u.UID != "" {
+			if info, err := t.in.User(ctx, t.u.UID); err == nil {
+				d.UserInfo = map[string]any{}
+				for k, v := range info {
+					d.UserInfo[k] = v
+				}
+				if attrs, err := t.v.userAttrs(ctx, t.u); err == nil {
+					for k, v := range attrs {
+						if _, ok := d.UserInfo[k]; !ok {
+							d.UserInfo[k] = v
+						}
+					}
+				}
+			}
+		}
+	}
+	return d
 }
 
 // any reports whether a policy of the two scopes exists at all.
@@ -44,8 +83,9 @@ func (p *policies) note(names ...string) {
 }
 
 // query is the policy query for user u.
-func (p *policies) query(scope string, u user.User) policy.Query {
-	pq := policy.Query{Scope: scope, Client: p.who.Client, UserAgent: p.who.UserAgent}
+func (p *policies) query(ctx context.Context, scope string, u user.User) policy.Query {
+	pq := policy.Query{Scope: scope, Client: p.who.Client, UserAgent: p.who.UserAgent,
+		Data: func() policy.ConditionData { return p.conditionData(ctx) }}
 	if u.Login != "" {
 		pq.User = policy.Str(u.Login)
 	}
@@ -70,10 +110,10 @@ func (p *policies) set(ctx context.Context, scope string) (*policy.Scoped, error
 	case policy.ScopeAuthorization:
 		cached = &p.authz
 	default:
-		return p.snap.Scoped(ctx, p.query(scope, *p.u))
+		return p.snap.Scoped(ctx, p.query(ctx, scope, *p.u))
 	}
 	if *cached == nil {
-		sc, err := p.snap.Scoped(ctx, p.query(scope, *p.u))
+		sc, err := p.snap.Scoped(ctx, p.query(ctx, scope, *p.u))
 		if err != nil {
 			return nil, err
 		}

@@ -90,7 +90,7 @@ func (t *target) requestPolicies(ctx context.Context, login, realmName string) (
 	}
 	snap := t.pol.snap
 	pre := user.User{Login: login, Realm: realmName}
-	auth, err := snap.Scoped(ctx, t.pol.query(policy.ScopeAuthentication, pre))
+	auth, err := snap.Scoped(ctx, t.pol.query(ctx, policy.ScopeAuthentication, pre))
 	if err != nil {
 		return "", "", err
 	}
@@ -100,7 +100,7 @@ func (t *target) requestPolicies(ctx context.Context, login, realmName string) (
 			return "", "", err
 		}
 		if rn == "" {
-			authz, err := snap.Scoped(ctx, t.pol.query(policy.ScopeAuthorization, pre))
+			authz, err := snap.Scoped(ctx, t.pol.query(ctx, policy.ScopeAuthorization, pre))
 			if err != nil {
 				return "", "", err
 			}
@@ -113,7 +113,7 @@ func (t *target) requestPolicies(ctx context.Context, login, realmName string) (
 			realmName = realm.Normalize(rn)
 			if realmName != pre.Realm {
 				pre.Realm = realmName
-				if auth, err = snap.Scoped(ctx, t.pol.query(policy.ScopeAuthentication, pre)); err != nil {
+				if auth, err = snap.Scoped(ctx, t.pol.query(ctx, policy.ScopeAuthentication, pre)); err != nil {
 					return "", "", err
 				}
 			}

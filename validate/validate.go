@@ -30,6 +30,7 @@
 package validate
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -207,6 +208,9 @@ type Config struct {
 	// Events, when set, runs around every operation (the event
 	// handlers).
 	Events EventHook
+	// Attrs are the custom user attributes that policy conditions on
+	// user attributes read besides the user store's (none without).
+	Attrs *user.Attributes
 }
 
 // Validator decides authentication requests.
@@ -252,4 +256,12 @@ func tokenAnswer(u user.User, msg string, t *token.Token) Response {
 	res := Response{User: u}
 	res.setToken(msg, t)
 	return res
+}
+
+// userAttrs are u's custom attributes (none without Config.Attrs).
+func (v *Validator) userAttrs(ctx context.Context, u user.User) (map[string]string, error) {
+	if v.cfg.Attrs == nil {
+		return nil, nil
+	}
+	return v.cfg.Attrs.Get(ctx, u)
 }

@@ -987,3 +987,30 @@ func TestAuditWithoutClient(t *testing.T) {
 		t.Fatalf("rows %v", rows)
 	}
 }
+
+// TestPolicyConditions: the conditions of authentication policies read
+// the caller's headers, the request's parameters and the user's
+// attributes, so that a Go program's request and an HTTP request are
+// matched alike.
+func TestPolicyConditions(t *testing.T) {
+	e := newEnv(t, token.Settings{})
+	cond := func(section, key, value string) []policy.Condition {
+		return []policy.Condition{{Section: section, Key: key, Comparator: "equals", Value: value, Active: true, MissingData: policy.MissingFalse}}
+	}
+	for _, p := range []policy.Policy{
+		{Name: "by-header", Action: "passthru=userstore", Conditions: cond(policy.SectionHeader, "X-Site", "vpn")},
+		{Name: "by-user", Action: "passthru=userstore", Conditions: cond(policy.SectionUserinfo, "username", "carol")},
+		{Name: "by-param", Action: "passthru=userstore", Conditions: cond(policy.SectionRequestData, "client_tag", "kiosk")},
+	} {
+		p.Scope, p.Active, p.Priority = policy.ScopeAuthentication, true, 1
+		if _, err := e.pol.Set(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vpn := caller.Caller{Role: caller.Anonymous, Headers: map[string][]string{"X-Site": {"vpn"}}}
+	want(t, e.check(t, validate.Request{Caller: vpn, User: "bob", Pass: "bob-pw"}), true, "against userstore due to 'by-header'")
+	want(t, e.check(t, validate.Request{User: "bob", Pass: "bob-pw"}), false, "The user has no tokens assigned")
+	want(t, e.check(t, validate.Request{User: "carol", Pass: "carol-pw"}), true, "against userstore due to 'by-user'")
+	want(t, e.check(t, validate.Request{User: "bob", Pass: "bob-pw", Options: token.Params{"client_tag": "kiosk"}}), true,
+		"against userstore due to 'by-param'")
+}
