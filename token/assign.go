@@ -34,7 +34,7 @@ func (s *Service) Unassigned(ctx context.Context, realm string) ([]*Token, error
 		out = out[:0]
 		prefix := []byte(realm + "\x00")
 		return tx.Bucket(bucketRealm).ForEach(prefix, func(k, _ []byte) error {
-			t, err := load(tx, string(k[len(prefix):]))
+			t, err := s.load(tx, string(k[len(prefix):]))
 			if err != nil || t == nil || t.Assigned() {
 				return err
 			}

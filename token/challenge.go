@@ -100,7 +100,7 @@ func (s *Service) createChallenge(ctx context.Context, t *Token, txid, state, se
 	err = s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		committed = nil
 		if res.Apply != nil {
-			old, err := load(tx, t.Serial)
+			old, err := s.load(tx, t.Serial)
 			if err != nil {
 				return err
 			}
@@ -109,7 +109,7 @@ func (s *Service) createChallenge(ctx context.Context, t *Token, txid, state, se
 			}
 			nt := old.Clone()
 			res.Apply(nt)
-			if err := save(tx, old, nt); err != nil {
+			if err := s.save(tx, old, nt); err != nil {
 				return err
 			}
 			committed = nt

@@ -92,7 +92,7 @@ func (s *Service) Verify(ctx context.Context, t *Token, otp string, opts Params,
 func (s *Service) Commit(ctx context.Context, serial string, m Match) (*Token, error) {
 	var out *Token
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
-		old, err := load(tx, serial)
+		old, err := s.load(tx, serial)
 		if err != nil {
 			return err
 		}
@@ -117,9 +117,9 @@ func (s *Service) Commit(ctx context.Context, serial string, m Match) (*Token, e
 		t.incInfo(InfoCountAuthSuccess)
 		out = t
 		if m.Delete {
-			err = remove(tx, old)
+			err = s.remove(tx, old)
 		} else {
-			err = save(tx, old, t)
+			err = s.save(tx, old, t)
 		}
 		if err == nil && m.Also != nil {
 			err = m.Also(tx, t)
@@ -159,7 +159,7 @@ func (s *Service) FailAll(ctx context.Context, fails []Failure, countAuth bool, 
 	return s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		now := s.cfg.Now()
 		for _, f := range fails {
-			old, err := load(tx, f.Serial)
+			old, err := s.load(tx, f.Serial)
 			if err != nil {
 				return err
 			}
@@ -174,7 +174,7 @@ func (s *Service) FailAll(ctx context.Context, fails []Failure, countAuth bool, 
 			if f.Change != nil {
 				f.Change(t)
 			}
-			if err := save(tx, old, t); err != nil {
+			if err := s.save(tx, old, t); err != nil {
 				return err
 			}
 		}

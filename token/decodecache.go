@@ -2,10 +2,7 @@ package token
 
 import (
 	"bytes"
-	"context"
 	"sync"
-
-	"github.com/authsrv/authsrv/store"
 )
 
 // decodeCache keeps one Service's recently read or written token records
@@ -77,36 +74,4 @@ func (c *decodeCache) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.m)
-}
-
-// cachingStore is the Service's view of its store: every transaction it
-// opens carries the Service's decode cache, so that load, save and remove
-// (called with a transaction, not a Service) find the cache of the Service
-// that opened it. A transaction from elsewhere carries none and decodes
-// every record.
-type cachingStore struct {
-	store.Store
-	cache *decodeCache
-}
-
-// cachedTx is a transaction of a cachingStore.
-type cachedTx struct {
-	store.Tx
-	cache *decodeCache
-}
-
-func (c cachingStore) View(ctx context.Context, fn func(store.Tx) error) error {
-	return c.Store.View(ctx, func(tx store.Tx) error { return fn(cachedTx{tx, c.cache}) })
-}
-
-func (c cachingStore) Update(ctx context.Context, fn func(store.Tx) error) error {
-	return c.Store.Update(ctx, func(tx store.Tx) error { return fn(cachedTx{tx, c.cache}) })
-}
-
-// cacheOf returns the decode cache tx carries, or nil.
-func cacheOf(tx store.Tx) *decodeCache {
-	if c, ok := tx.(cachedTx); ok {
-		return c.cache
-	}
-	return nil
 }

@@ -13,17 +13,17 @@ import (
 // next read sees the stored token.
 func TestDecodeCacheRolledBackSave(t *testing.T) {
 	svc := New(Config{Store: storetest.Open(t)})
-	st := svc.cfg.Store
+	st, s := svc.cfg.Store, svc
 	ctx := t.Context()
 	tok := &Token{Serial: "RB1", Type: "hotp", Description: "stored", Info: map[string]string{}}
-	if err := st.Update(ctx, func(tx store.Tx) error { return save(tx, nil, tok) }); err != nil {
+	if err := st.Update(ctx, func(tx store.Tx) error { return s.save(tx, nil, tok) }); err != nil {
 		t.Fatal(err)
 	}
 	boom := errors.New("roll back")
 	err := st.Update(ctx, func(tx store.Tx) error {
 		c := tok.Clone()
 		c.Description = "rolled back"
-		if err := save(tx, tok, c); err != nil {
+		if err := s.save(tx, tok, c); err != nil {
 			return err
 		}
 		return boom
@@ -35,7 +35,7 @@ func TestDecodeCacheRolledBackSave(t *testing.T) {
 		t.Fatalf("the service's cache holds %d entries, want the rolled back one", n)
 	}
 	var got *Token
-	if err := st.View(ctx, func(tx store.Tx) error { var err error; got, err = load(tx, "RB1"); return err }); err != nil {
+	if err := st.View(ctx, func(tx store.Tx) error { var err error; got, err = s.load(tx, "RB1"); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if got.Description != "stored" {
@@ -51,14 +51,14 @@ func TestDecodeCachePerService(t *testing.T) {
 	a, b := New(Config{Store: raw}), New(Config{Store: raw})
 	ctx := t.Context()
 	tok := &Token{Serial: "PS1", Type: "hotp", Description: "one", Info: map[string]string{}}
-	if err := a.cfg.Store.Update(ctx, func(tx store.Tx) error { return save(tx, nil, tok) }); err != nil {
+	if err := a.cfg.Store.Update(ctx, func(tx store.Tx) error { return a.save(tx, nil, tok) }); err != nil {
 		t.Fatal(err)
 	}
 	if a.decoded.len() != 1 || b.decoded.len() != 0 {
 		t.Fatalf("after a's save: a holds %d, b %d entries; want 1, 0", a.decoded.len(), b.decoded.len())
 	}
 	if err := raw.View(ctx, func(tx store.Tx) error {
-		got, err := load(tx, "PS1")
+		got, err := (&Service{}).load(tx, "PS1")
 		if err == nil && got.Description != "one" {
 			t.Errorf("load without a service: %q", got.Description)
 		}
@@ -72,7 +72,7 @@ func TestDecodeCachePerService(t *testing.T) {
 	if a.decoded.len() != 1 || b.decoded.len() != 1 {
 		t.Fatalf("after b's read: a holds %d, b %d entries; want 1, 1", a.decoded.len(), b.decoded.len())
 	}
-	if err := b.cfg.Store.Update(ctx, func(tx store.Tx) error { return remove(tx, tok) }); err != nil {
+	if err := b.cfg.Store.Update(ctx, func(tx store.Tx) error { return b.remove(tx, tok) }); err != nil {
 		t.Fatal(err)
 	}
 	if a.decoded.len() != 1 || b.decoded.len() != 0 {

@@ -58,7 +58,7 @@ func (s *Service) FinishPINChange(ctx context.Context, txid, serial, pinHash str
 		if err != nil || !live || r.Challenge.Challenge != ChallengePINReset {
 			return err
 		}
-		old, err := load(tx, serial)
+		old, err := s.load(tx, serial)
 		if err != nil {
 			return err
 		}
@@ -79,7 +79,7 @@ func (s *Service) FinishPINChange(ctx context.Context, txid, serial, pinHash str
 			t.SetInfo(InfoNextPinChange, FormatValidity(next))
 		}
 		ok = true
-		return save(tx, old, t)
+		return s.save(tx, old, t)
 	})
 	return ok, err
 }

@@ -282,7 +282,7 @@ func errExists(serial, have, want string) error {
 // of the serial (an import never touches an existing token).
 func (s *Service) commit(tx store.Tx, pr *prepared, fresh bool) error {
 	t, serial := pr.t, pr.t.Serial
-	old, err := load(tx, serial)
+	old, err := s.load(tx, serial)
 	if err != nil {
 		return err
 	}
@@ -309,7 +309,7 @@ func (s *Service) commit(tx store.Tx, pr *prepared, fresh bool) error {
 		nt.ID = old.ID
 	}
 	t.ID = nt.ID
-	return save(tx, old, nt)
+	return s.save(tx, old, nt)
 }
 
 // errImportExists refuses an imported serial that is taken.

@@ -171,7 +171,7 @@ func (s *Service) List(ctx context.Context, f Filter, sortBy string, desc bool, 
 	err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
 		all = all[:0]
 		visit := func(serial string) error {
-			t, err := load(tx, serial)
+			t, err := s.load(tx, serial)
 			if err != nil || t == nil {
 				return err
 			}

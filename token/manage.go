@@ -62,7 +62,7 @@ func (s *Service) Assign(ctx context.Context, serial string, owner user.User, pi
 func (s *Service) update(ctx context.Context, serial string, allowLocked bool, fn func(t *Token) error, also []func(store.Tx) error) (*Token, error) {
 	var out *Token
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
-		t, err := editTx(tx, serial, allowLocked, fn)
+		t, err := s.editTx(tx, serial, allowLocked, fn)
 		if err != nil {
 			return err
 		}
@@ -73,8 +73,8 @@ func (s *Service) update(ctx context.Context, serial string, allowLocked bool, f
 }
 
 // editTx applies fn to the stored token in tx.
-func editTx(tx store.Tx, serial string, allowLocked bool, fn func(t *Token) error) (*Token, error) {
-	old, err := load(tx, serial)
+func (s *Service) editTx(tx store.Tx, serial string, allowLocked bool, fn func(t *Token) error) (*Token, error) {
+	old, err := s.load(tx, serial)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func editTx(tx store.Tx, serial string, allowLocked bool, fn func(t *Token) erro
 	if err := fn(t); err != nil {
 		return nil, err
 	}
-	return t, save(tx, old, t)
+	return t, s.save(tx, old, t)
 }
 
 // Change is one kind of change to a stored token. Apply makes it on
@@ -224,22 +224,22 @@ type Outcome struct {
 }
 
 // applyTx makes ch on serial in tx.
-func applyTx(tx store.Tx, serial string, ch Change) (bool, error) {
+func (s *Service) applyTx(tx store.Tx, serial string, ch Change) (bool, error) {
 	if ch.err != nil {
 		return false, ch.err
 	}
 	if ch.remove {
-		t, err := load(tx, serial)
+		t, err := s.load(tx, serial)
 		if err != nil {
 			return false, err
 		}
 		if t == nil {
 			return false, NotFound(serial)
 		}
-		return true, remove(tx, t)
+		return true, s.remove(tx, t)
 	}
 	changed := false
-	_, err := editTx(tx, serial, ch.allowLocked, func(t *Token) error {
+	_, err := s.editTx(tx, serial, ch.allowLocked, func(t *Token) error {
 		var err error
 		changed, err = ch.edit(t)
 		return err
@@ -263,7 +263,7 @@ func (s *Service) Apply(ctx context.Context, serials []string, ch Change, also .
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		out = make([]Outcome, 0, len(serials))
 		for _, serial := range serials {
-			changed, err := applyTx(tx, serial, ch)
+			changed, err := s.applyTx(tx, serial, ch)
 			if err != nil && !tokenError(err) {
 				return err
 			}
@@ -280,7 +280,7 @@ func (s *Service) apply1(ctx context.Context, serial string, ch Change, also []f
 	changed := false
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		var err error
-		if changed, err = applyTx(tx, serial, ch); err != nil {
+		if changed, err = s.applyTx(tx, serial, ch); err != nil {
 			return err
 		}
 		return runHooks(tx, also)
@@ -293,7 +293,7 @@ func (s *Service) apply1(ctx context.Context, serial string, ch Change, also []f
 // with the PIN). A refusal fails the transaction.
 func (s *Service) EditHook(serial string, ch Change) func(store.Tx) error {
 	return func(tx store.Tx) error {
-		_, err := applyTx(tx, serial, ch)
+		_, err := s.applyTx(tx, serial, ch)
 		return err
 	}
 }
@@ -667,7 +667,7 @@ func (s *Service) GetSerial(ctx context.Context, otpValue string, f GetSerialFil
 	err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
 		cands = cands[:0]
 		return tx.Bucket(bucketTokens).ForEach(nil, func(k, _ []byte) error {
-			t, err := load(tx, string(k))
+			t, err := s.load(tx, string(k))
 			if err != nil || t == nil {
 				return err
 			}
@@ -706,6 +706,9 @@ func (s *Service) GetSerial(ctx context.Context, otpValue string, f GetSerialFil
 // changed.
 func RollForward(ctx context.Context, st store.Store, now time.Time, set Settings) (int, error) {
 	set = set.withDefaults()
+	// No Service runs on these data yet: records are decoded without a
+	// cache.
+	s := &Service{}
 	n := 0
 	err := st.Update(ctx, func(tx store.Tx) error {
 		n = 0
@@ -717,7 +720,7 @@ func RollForward(ctx context.Context, st store.Store, now time.Time, set Setting
 			return err
 		}
 		for _, serial := range serials {
-			old, err := load(tx, serial)
+			old, err := s.load(tx, serial)
 			if err != nil || old == nil {
 				return err
 			}
@@ -744,7 +747,7 @@ func RollForward(ctx context.Context, st store.Store, now time.Time, set Setting
 			if t.Count == old.Count {
 				continue
 			}
-			if err := save(tx, old, t); err != nil {
+			if err := s.save(tx, old, t); err != nil {
 				return err
 			}
 			n++

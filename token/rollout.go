@@ -20,11 +20,11 @@ func (s *Service) CancelRollout(ctx context.Context, txid, serial, session strin
 		if err != nil || !live || r.Session != session {
 			return err
 		}
-		t, err := load(tx, serial)
+		t, err := s.load(tx, serial)
 		if err != nil || t == nil || t.RolloutState != StateClientWait {
 			return err
 		}
-		if err := remove(tx, t); err != nil {
+		if err := s.remove(tx, t); err != nil {
 			return err
 		}
 		if _, err := deleteChallengesTx(tx, []byte(txid+"\x00"), func(_, _ []byte) bool { return true }); err != nil {

@@ -144,8 +144,8 @@ type Config struct {
 type Service struct {
 	cfg Config
 	set Settings
-	// decoded is this Service's cache of decoded token records; cfg.Store
-	// hands it to load, save and remove with each transaction.
+	// decoded is this Service's cache of decoded token records (load,
+	// save and remove are its methods).
 	decoded *decodeCache
 }
 
@@ -160,11 +160,7 @@ func New(cfg Config) *Service {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
-	decoded := newDecodeCache()
-	if cfg.Store != nil {
-		cfg.Store = cachingStore{Store: cfg.Store, cache: decoded}
-	}
-	return &Service{cfg: cfg, set: cfg.Settings.withDefaults(), decoded: decoded}
+	return &Service{cfg: cfg, set: cfg.Settings.withDefaults(), decoded: newDecodeCache()}
 }
 
 // Types returns the type registry.
@@ -241,12 +237,12 @@ func (s *Service) CheckPIN(ctx context.Context, t *Token, pin string) (bool, err
 
 // ---- store helpers ----
 
-func load(tx store.Tx, serial string) (*Token, error) {
+func (s *Service) load(tx store.Tx, serial string) (*Token, error) {
 	raw := tx.Bucket(bucketTokens).Get([]byte(serial))
 	if raw == nil {
 		return nil, nil
 	}
-	cache := cacheOf(tx)
+	cache := s.decoded
 	if t, ok := cache.get(serial, raw); ok {
 		return t, nil
 	}
@@ -280,7 +276,7 @@ func indexKeys(t *Token) map[string][][]byte {
 
 // save writes t and moves its index entries from old (nil for a new
 // token).
-func save(tx store.Tx, old, t *Token) error {
+func (s *Service) save(tx store.Tx, old, t *Token) error {
 	// Only the index entries that differ are touched: a counter update
 	// (the common write) leaves the owner, realm and type as they were.
 	var oldKeys map[string][][]byte
@@ -315,11 +311,11 @@ func save(tx store.Tx, old, t *Token) error {
 	if err := tx.Bucket(bucketTokens).Put([]byte(t.Serial), raw); err != nil {
 		return err
 	}
-	cacheOf(tx).put(t.Serial, raw, t)
+	s.decoded.put(t.Serial, raw, t)
 	return nil
 }
 
-func remove(tx store.Tx, t *Token) error {
+func (s *Service) remove(tx store.Tx, t *Token) error {
 	for b, keys := range indexKeys(t) {
 		for _, k := range keys {
 			if err := tx.Bucket(b).Delete(k); err != nil {
@@ -330,7 +326,7 @@ func remove(tx store.Tx, t *Token) error {
 	if err := deleteChallengesOf(tx, t.Serial); err != nil {
 		return err
 	}
-	cacheOf(tx).forget(t.Serial)
+	s.decoded.forget(t.Serial)
 	return tx.Bucket(bucketTokens).Delete([]byte(t.Serial))
 }
 
@@ -339,7 +335,7 @@ func (s *Service) Get(ctx context.Context, serial string) (*Token, error) {
 	var t *Token
 	err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
 		var err error
-		t, err = load(tx, serial)
+		t, err = s.load(tx, serial)
 		return err
 	})
 	if err == nil && t == nil {
@@ -363,7 +359,7 @@ func (s *Service) Exists(ctx context.Context, serial string) (bool, error) {
 func (s *Service) Update(ctx context.Context, serial string, allowLocked bool, fn func(t *Token) error) (*Token, error) {
 	var out *Token
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
-		old, err := load(tx, serial)
+		old, err := s.load(tx, serial)
 		if err != nil {
 			return err
 		}
@@ -378,7 +374,7 @@ func (s *Service) Update(ctx context.Context, serial string, allowLocked bool, f
 			return err
 		}
 		out = t
-		return save(tx, old, t)
+		return s.save(tx, old, t)
 	})
 	return out, err
 }
@@ -391,7 +387,7 @@ func (s *Service) ByOwner(ctx context.Context, u user.User) ([]*Token, error) {
 		out = out[:0]
 		prefix := ownerKey(&u)
 		return tx.Bucket(bucketOwner).ForEach(prefix, func(k, _ []byte) error {
-			t, err := load(tx, string(k[len(prefix):]))
+			t, err := s.load(tx, string(k[len(prefix):]))
 			if err != nil || t == nil {
 				return err
 			}

@@ -30,6 +30,8 @@ type policies struct {
 	// t is the request's target, whose user store the conditions on user
 	// attributes read.
 	t *target
+	// data is the conditions' reader of the request (made once).
+	data func() policy.ConditionData
 }
 
 // conditionData is what the conditions of the request's policies read
@@ -84,8 +86,10 @@ func (p *policies) note(names ...string) {
 
 // query is the policy query for user u.
 func (p *policies) query(ctx context.Context, scope string, u user.User) policy.Query {
-	pq := policy.Query{Scope: scope, Client: p.who.Client, UserAgent: p.who.UserAgent,
-		Data: func() policy.ConditionData { return p.conditionData(ctx) }}
+	if p.data == nil {
+		p.data = func() policy.ConditionData { return p.conditionData(ctx) }
+	}
+	pq := policy.Query{Scope: scope, Client: p.who.Client, UserAgent: p.who.UserAgent, Data: p.data}
 	if u.Login != "" {
 		pq.User = policy.Str(u.Login)
 	}
