@@ -15,7 +15,8 @@ import (
 
 // The envelope: what every endpoint except the health probes and
 // /validate/radiuscheck answers. Keys without a value are omitted, never
-// sent as null: the PAM client aborts on a JSON null.
+// sent as null (the PAM client aborts on a JSON null), but for the detail of
+// an error envelope, which privacyIDEA always sends as null.
 type envelope struct {
 	ID            int            `json:"id"`
 	JSONRPC       string         `json:"jsonrpc"`
@@ -23,8 +24,12 @@ type envelope struct {
 	Version       string         `json:"version,omitempty"`
 	VersionNumber string         `json:"versionnumber,omitempty"`
 	Time          float64        `json:"time"`
-	Detail        map[string]any `json:"detail,omitempty"`
+	Detail        any            `json:"detail,omitempty"`
 }
+
+// noDetail is the detail of an error envelope without details: privacyIDEA
+// sends "detail": null there, and its clients read it with real privacyIDEA.
+var noDetail = json.RawMessage("null")
 
 type envResult struct {
 	Status         bool      `json:"status"`
@@ -177,6 +182,7 @@ func (a *api) writeErrorAs(w http.ResponseWriter, r *http.Request, err error, h 
 		Result:  envResult{Status: false, Error: &envError{Code: number, Message: message}},
 		Version: versionText,
 		Time:    unixTime(a.s.Now()),
+		Detail:  noDetail,
 	}
 	if len(detail) > 0 {
 		d := make(map[string]any, len(detail)+1)
