@@ -18,13 +18,13 @@ import (
 // sent as null (the PAM client aborts on a JSON null), but for the detail of
 // an error envelope, which privacyIDEA always sends as null.
 type envelope struct {
-	ID            int            `json:"id"`
-	JSONRPC       string         `json:"jsonrpc"`
-	Result        envResult      `json:"result"`
-	Version       string         `json:"version,omitempty"`
-	VersionNumber string         `json:"versionnumber,omitempty"`
-	Time          float64        `json:"time"`
-	Detail        any            `json:"detail,omitempty"`
+	ID            int       `json:"id"`
+	JSONRPC       string    `json:"jsonrpc"`
+	Result        envResult `json:"result"`
+	Version       string    `json:"version,omitempty"`
+	VersionNumber string    `json:"versionnumber,omitempty"`
+	Time          float64   `json:"time"`
+	Detail        any       `json:"detail,omitempty"`
 }
 
 // noDetail is the detail of an error envelope without details: privacyIDEA
