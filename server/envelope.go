@@ -184,13 +184,18 @@ func (a *api) writeErrorAs(w http.ResponseWriter, r *http.Request, err error, h 
 		Time:    unixTime(a.s.Now()),
 		Detail:  noDetail,
 	}
-	if len(detail) > 0 {
+	switch {
+	case len(detail) > 0:
 		d := make(map[string]any, len(detail)+1)
 		for k, v := range detail {
 			d[k] = v
 		}
 		d["threadid"] = a.seq.Add(1)
 		env.Detail = d
+	case status == http.StatusUnauthorized && r.URL.Path == "/auth":
+		// privacyIDEA's failed login carries the (empty) details of its
+		// credential check: {} without threadid.
+		env.Detail = map[string]any{}
 	}
 	if h.hideVersion {
 		env.Version = ""

@@ -11,8 +11,9 @@ import (
 )
 
 // TestAnswerShapes: answers carry the keys privacyIDEA sends, null where
-// privacyIDEA sends null: the detail of an error envelope, the paging keys
-// of GET /audit/, and /auth's log_level in Python's numbers.
+// privacyIDEA sends null: the detail of an error envelope ({} for a failed
+// login), the paging keys of GET /audit/, and /auth's log_level in Python's
+// numbers.
 func TestAnswerShapes(t *testing.T) {
 	e := newEnvWith(t, []authsrv.Option{authsrv.WithLogger(zerolog.New(io.Discard).Level(zerolog.WarnLevel))})
 	login := e.do(t, "POST", "/auth", formType, form("username", "admin", "password", adminPass), nil)
@@ -20,6 +21,12 @@ func TestAnswerShapes(t *testing.T) {
 		t.Errorf("log_level %v, want 30 (warning)", got)
 	}
 	tok := e.login(t)
+	for _, body := range []string{form("username", "admin", "password", "wrong"), form("password", "x")} {
+		r := e.do(t, "POST", "/auth", formType, body, nil)
+		if d, ok := r.json["detail"].(map[string]any); r.status != 401 || !ok || len(d) != 0 {
+			t.Errorf("failed login: %d %s, want 401 with detail {}", r.status, r.body)
+		}
+	}
 
 	r := e.admin(t, tok, "GET", "/nothing/here", "")
 	if d, ok := r.json["detail"]; !ok || d != nil {
