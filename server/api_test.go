@@ -148,8 +148,9 @@ func at(v any, path string) any {
 // nullsByDesign are the paths where privacyIDEA sends null and no client
 // of spec/real-clients.md reads the key with a typed getter: the paging
 // keys of lists, the serial of /token/getserial without a match, a realm
-// resolver's unset priority and a RADIUS server's unset options.
-var nullsByDesign = regexp.MustCompile(`^\$\.result\.value\.(prev|next|serial)$|^\$\.result\.value\.[^.]+\.resolver\[\d+\]\.priority$|^\$\.result\.value\[\d+\]\.options$`)
+// resolver's unset priority, a RADIUS server's unset options and the
+// "state" attribute of the first e-mail or SMS challenge of a transaction.
+var nullsByDesign = regexp.MustCompile(`^\$\.result\.value\.(prev|next|serial)$|^\$\.result\.value\.[^.]+\.resolver\[\d+\]\.priority$|^\$\.result\.value\[\d+\]\.options$|^\$\.detail\.(multi_challenge\[\d+\]\.)?attributes\.state$`)
 
 // noNulls fails on any JSON null in the body (the PAM client aborts on one)
 // but those privacyIDEA sends by design, and the detail of an error

@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/authsrv/authsrv"
+	"github.com/authsrv/authsrv/internal/testsvc"
+	"github.com/authsrv/authsrv/notify"
 )
 
 // TestAnswerShapes: answers carry the keys privacyIDEA sends, null where
@@ -51,5 +54,37 @@ func TestAnswerShapes(t *testing.T) {
 	v = wantOK(t, e.admin(t, tok, "GET", "/audit/?page_size=1&page=1", "")).(map[string]any)
 	if v["prev"] != nil || v["next"] != float64(2) {
 		t.Errorf("first of several pages: prev %v next %v", v["prev"], v["next"])
+	}
+}
+
+// TestRemoteChallengeAttributes: e-mail challenges carry privacyIDEA's
+// attributes: "state" null for the first token of the transaction and its
+// id for the later ones, and "valid_until"; the top-level copy is the last
+// challenge's.
+func TestRemoteChallengeAttributes(t *testing.T) {
+	e, tok := tokenEnv(t)
+	sink := testsvc.NewSMTPSink(t)
+	if err := e.s.Notify().SetSMTP(t.Context(), notify.SMTPServer{Identifier: "mail", Server: "127.0.0.1", Port: sink.Port, Sender: "authsrv@example.org", Timeout: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for _, serial := range []string{"EM1", "EM2"} {
+		wantOK(t, e.admin(t, tok, "POST", "/token/init", form("type", "email", "serial", serial, "email", "alice@example.org",
+			"email.identifier", "mail", "user", "alice", "realm", "realm1", "pin", "mailpin")))
+	}
+	r := check(t, e, "user", "alice", "realm", "realm1", "pass", "mailpin")
+	txid, _ := at(r.json, "detail.transaction_id").(string)
+	multi, _ := at(r.json, "detail.multi_challenge").([]any)
+	if len(txid) != 20 || len(multi) != 2 {
+		t.Fatalf("challenge %s", r.body)
+	}
+	until := e.clk.now().Add(120 * time.Second).Local().Format("2006-01-02 15:04:05.000000")
+	for i, want := range []any{nil, txid} {
+		attrs, _ := multi[i].(map[string]any)["attributes"].(map[string]any)
+		if st, ok := attrs["state"]; !ok || st != want || attrs["valid_until"] != until || len(attrs) != 2 {
+			t.Errorf("challenge %d attributes %v, want state %v, valid_until %s", i, attrs, want, until)
+		}
+	}
+	if got := fmt.Sprint(at(r.json, "detail.attributes")); got != fmt.Sprint(multi[1].(map[string]any)["attributes"]) {
+		t.Errorf("top-level attributes %s, want the last challenge's", got)
 	}
 }
