@@ -72,13 +72,8 @@ func getAudit(c *call) (answer, error) {
 	for i, r := range res.Rows {
 		rows[i] = map[string]any(r)
 	}
-	v := map[string]any{"auditcolumns": audit.Columns(), "auditdata": rows, "count": res.Count, "current": res.Current}
-	if res.Next > 0 {
-		v["next"] = res.Next
-	}
-	if res.Prev > 0 {
-		v["prev"] = res.Prev
-	}
+	v := map[string]any{"auditcolumns": audit.Columns(), "auditdata": rows, "count": res.Count, "current": res.Current,
+		"prev": pageOrNull(res.Prev), "next": pageOrNull(res.Next)}
 	return answer{value: v}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/rs/zerolog"
 
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
@@ -219,13 +220,32 @@ func postAuth(c *call) (answer, error) {
 		return answer{}, err
 	}
 	return answer{auth: true, value: map[string]any{
-		"token":    tok,
-		"role":     id.Role,
-		"username": id.Username,
-		"realm":    id.Realm,
-		"auth":     true,
-		"rights":   nonNil(id.Rights),
+		"token":     tok,
+		"role":      id.Role,
+		"username":  id.Username,
+		"realm":     id.Realm,
+		"auth":      true,
+		"rights":    nonNil(id.Rights),
+		"log_level": pythonLogLevel(c.a.s.Logger()),
 	}}, nil
+}
+
+// pythonLogLevel is the server's log level as privacyIDEA's /auth reports
+// it (Python's numbers: 10 debug, 20 info, 30 warning, 40 error, 50
+// critical), so that a WebUI showing it reads the level it knows.
+func pythonLogLevel(l zerolog.Logger) int {
+	lvl := max(l.GetLevel(), zerolog.GlobalLevel())
+	switch {
+	case lvl <= zerolog.DebugLevel:
+		return 10
+	case lvl == zerolog.InfoLevel:
+		return 20
+	case lvl == zerolog.WarnLevel:
+		return 30
+	case lvl == zerolog.ErrorLevel:
+		return 40
+	}
+	return 50
 }
 
 func nonNil(s []string) []string {

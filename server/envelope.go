@@ -15,16 +15,21 @@ import (
 
 // The envelope: what every endpoint except the health probes and
 // /validate/radiuscheck answers. Keys without a value are omitted, never
-// sent as null: the PAM client aborts on a JSON null.
+// sent as null (the PAM client aborts on a JSON null), but for the detail of
+// an error envelope, which privacyIDEA always sends as null.
 type envelope struct {
-	ID            int            `json:"id"`
-	JSONRPC       string         `json:"jsonrpc"`
-	Result        envResult      `json:"result"`
-	Version       string         `json:"version,omitempty"`
-	VersionNumber string         `json:"versionnumber,omitempty"`
-	Time          float64        `json:"time"`
-	Detail        map[string]any `json:"detail,omitempty"`
+	ID            int       `json:"id"`
+	JSONRPC       string    `json:"jsonrpc"`
+	Result        envResult `json:"result"`
+	Version       string    `json:"version,omitempty"`
+	VersionNumber string    `json:"versionnumber,omitempty"`
+	Time          float64   `json:"time"`
+	Detail        any       `json:"detail,omitempty"`
 }
+
+// noDetail is the detail of an error envelope without details: privacyIDEA
+// sends "detail": null there, and its clients read it with real privacyIDEA.
+var noDetail = json.RawMessage("null")
 
 type envResult struct {
 	Status         bool      `json:"status"`
@@ -177,14 +182,20 @@ func (a *api) writeErrorAs(w http.ResponseWriter, r *http.Request, err error, h 
 		Result:  envResult{Status: false, Error: &envError{Code: number, Message: message}},
 		Version: versionText,
 		Time:    unixTime(a.s.Now()),
+		Detail:  noDetail,
 	}
-	if len(detail) > 0 {
+	switch {
+	case len(detail) > 0:
 		d := make(map[string]any, len(detail)+1)
 		for k, v := range detail {
 			d[k] = v
 		}
 		d["threadid"] = a.seq.Add(1)
 		env.Detail = d
+	case status == http.StatusUnauthorized && r.URL.Path == "/auth":
+		// privacyIDEA's failed login carries the (empty) details of its
+		// credential check: {} without threadid.
+		env.Detail = map[string]any{}
 	}
 	if h.hideVersion {
 		env.Version = ""

@@ -234,7 +234,7 @@ func TestHardeningUniformErrors(t *testing.T) {
 
 	const (
 		rejected = `{"detail":{"message":"Authentication failed."},"id":2,"jsonrpc":"2.0","result":{"authentication":"REJECT","status":true,"value":false}}`
-		unknown  = `{"id":1,"jsonrpc":"2.0","result":{"error":{"code":403,"message":"ERR403: Authentication failed."},"status":false}}`
+		unknown  = `{"detail":null,"id":1,"jsonrpc":"2.0","result":{"error":{"code":403,"message":"ERR403: Authentication failed."},"status":false}}`
 	)
 	got := map[string]string{}
 	for _, tc := range cases {

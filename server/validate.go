@@ -191,6 +191,7 @@ func (c *call) errorWithOK(err *apierr.Error) answer {
 		Result:  envResult{Status: false, Error: &envError{Code: err.Number(), Message: err.Message()}},
 		Version: versionText,
 		Time:    unixTime(c.a.s.Now()),
+		Detail:  noDetail,
 	}
 	return answer{auth: true, raw: func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, env) }}
 }

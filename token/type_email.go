@@ -132,11 +132,12 @@ func (Email) Challenge(ctx context.Context, r *ChallengeRequest) (*ChallengeResu
 		body = v
 	}
 	svc := r.Service
+	validity := remoteSeconds(r.Options.Str("email.validtime"), defaultEmailValidity)
 	res := &ChallengeResult{
 		Message:    msg,
 		ClientMode: "interactive",
-		Validity:   remoteSeconds(r.Options.Str("email.validtime"), defaultEmailValidity),
-		Attributes: remoteState(r.State),
+		Validity:   validity,
+		Attributes: remoteAttributes(r, validity),
 		Apply:      func(t *Token) { t.Count++ },
 		Send: func(ctx context.Context, t *Token) error {
 			value, err := remoteHOTP(svc, t)
@@ -236,13 +237,16 @@ func remoteSeconds(v string, def time.Duration) time.Duration {
 	return time.Duration(n) * time.Second
 }
 
-// remoteState is the challenge attribute "state": the transaction id
-// passed in, when there was one.
-func remoteState(state string) map[string]any {
-	if state == "" {
-		return nil
+// remoteAttributes are the challenge attributes privacyIDEA sends for an
+// e-mail or SMS challenge: "state", the transaction id passed in (null for
+// the first token challenged), and "valid_until", the challenge's end in
+// the server's local time as Python prints a datetime.
+func remoteAttributes(r *ChallengeRequest, validity time.Duration) map[string]any {
+	var state any
+	if r.State != "" {
+		state = r.State
 	}
-	return map[string]any{"state": state}
+	return map[string]any{"state": state, "valid_until": r.Now.Add(validity).Local().Format("2006-01-02 15:04:05.000000")}
 }
 
 // remoteHOTP is the value to send for the committed counter.

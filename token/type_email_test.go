@@ -201,7 +201,8 @@ func TestEmailChallengeSendsEachOTPOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.Message != "Sent to a****@example.org for alice (PIEM0001, alice@example.org)" || res.ClientMode != "interactive" ||
-		res.Validity != 120*time.Second || res.Attributes != nil {
+		res.Validity != 120*time.Second ||
+		fmt.Sprint(res.Attributes) != fmt.Sprintf("map[state:<nil> valid_until:%s]", pyTime(e.clock.Now().Add(120*time.Second))) {
 		t.Errorf("result %+v", res)
 	}
 	if ch == nil || !ch.Expiration.Equal(e.clock.Now().Add(120*time.Second)) {
@@ -231,7 +232,8 @@ func TestEmailChallengeSendsEachOTPOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Message != "Enter the OTP from the Email" || res.Validity != 300*time.Second || res.Attributes["state"] != "11111111111111111111" {
+	if res.Message != "Enter the OTP from the Email" || res.Validity != 300*time.Second || res.Attributes["state"] != "11111111111111111111" ||
+		res.Attributes["valid_until"] != pyTime(e.clock.Now().Add(300*time.Second)) {
 		t.Errorf("second result %+v", res)
 	}
 	second := hotpAt(key, 3)

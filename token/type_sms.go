@@ -120,11 +120,12 @@ func (SMS) Challenge(ctx context.Context, r *ChallengeRequest) (*ChallengeResult
 		text = v
 	}
 	svc := r.Service
+	validity := remoteSeconds(r.Options.Str("sms.providerTimeout"), defaultSMSValidity)
 	res := &ChallengeResult{
 		Message:    msg,
 		ClientMode: "interactive",
-		Validity:   remoteSeconds(r.Options.Str("sms.providerTimeout"), defaultSMSValidity),
-		Attributes: remoteState(r.State),
+		Validity:   validity,
+		Attributes: remoteAttributes(r, validity),
 		Apply:      func(t *Token) { t.Count++ },
 		Send: func(ctx context.Context, t *Token) error {
 			value, err := remoteHOTP(svc, t)

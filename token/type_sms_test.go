@@ -139,7 +139,8 @@ func TestSMSChallengeSendsEachOTPOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.Message != "SMS to ***********4567 (+49 170 1234567) for carol" || res.ClientMode != "interactive" ||
-		res.Validity != 300*time.Second || res.Attributes != nil {
+		res.Validity != 300*time.Second ||
+		fmt.Sprint(res.Attributes) != fmt.Sprintf("map[state:<nil> valid_until:%s]", pyTime(e.clock.Now().Add(300*time.Second))) {
 		t.Errorf("result %+v", res)
 	}
 	if ch == nil || !ch.Expiration.Equal(e.clock.Now().Add(300*time.Second)) {
@@ -161,7 +162,8 @@ func TestSMSChallengeSendsEachOTPOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Message != "Enter the OTP from the SMS:" || res.Validity != 60*time.Second || res.Attributes["state"] != "11111111111111111111" {
+	if res.Message != "Enter the OTP from the SMS:" || res.Validity != 60*time.Second || res.Attributes["state"] != "11111111111111111111" ||
+		res.Attributes["valid_until"] != pyTime(e.clock.Now().Add(60*time.Second)) {
 		t.Errorf("second result %+v", res)
 	}
 	second := hotpAt(key, 3)
@@ -221,3 +223,6 @@ func TestSMSDynamicPhone(t *testing.T) {
 		t.Errorf("the recorder received %d messages, want 1", n)
 	}
 }
+
+// pyTime prints t as privacyIDEA's valid_until: local time, microseconds.
+func pyTime(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05.000000") }

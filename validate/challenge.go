@@ -68,7 +68,13 @@ func (c *challenger) trigger(ctx context.Context, toks []*token.Token) (Response
 		if svc.Unusable(t, c.v.cfg.Now()) != "" {
 			continue
 		}
-		res, _, err := svc.CreateChallenge(ctx, t, txid, "", opts, info)
+		// As privacyIDEA, the first token challenged starts the
+		// transaction and the later ones join it: their "state" is its id.
+		state := ""
+		if len(multi) > 0 {
+			state = txid
+		}
+		res, _, err := svc.CreateChallenge(ctx, t, txid, state, opts, info)
 		if err != nil {
 			sendErr = err
 			continue
