@@ -226,6 +226,10 @@ func (c *client) get(ctx context.Context, u *url.URL, what string, auth func(*ht
 		return 0, fmt.Errorf("scim: %s: %w", what, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 && resp.ContentLength > maxBody {
+		// Declared too large: refused without reading it.
+		return resp.StatusCode, errTooLarge
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	switch {
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
