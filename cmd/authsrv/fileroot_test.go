@@ -23,7 +23,9 @@ func serveFor(t *testing.T, env map[string]string) (addr, jwt string) {
 		done <- run(ctx, nil, strings.NewReader(""), &out, &errs, func(k string) string { return env[k] })
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	waitFor(t, "serving", func() bool { return servingRe.MatchString(out.String()) || strings.Contains(errs.String(), "authsrv serve:") })
+	waitFor(t, "serving", func() bool {
+		return servingRe.MatchString(out.String()) || strings.Contains(errs.String(), "authsrv serve:")
+	})
 	if !servingRe.MatchString(out.String()) {
 		t.Fatalf("serve did not start: %s", errs.String())
 	}
