@@ -51,6 +51,9 @@ const (
 	EncKeyFile   = "enckey"
 	JWTKeyFile   = "jwtkey"
 	AuditKeyFile = "auditkey"
+	// FilesDir is the subfolder for files an administrator may name (a
+	// passwd file): the only part of the data directory a resolver reads.
+	FilesDir = "files"
 )
 
 // serverBucket holds the root package's own records (the enckey canary).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -348,5 +349,76 @@ func (c *config) validate() error {
 			errs = append(errs, errors.New("without a data directory a JWT key must be given (WithJWTKey)"))
 		}
 	}
+	if c.smsScriptDir != "" {
+		if err := checkScriptDir(c.smsScriptDir, c.dataDir); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// checkScriptDir refuses an SMS script directory that does not exist, is
+// not a directory, or would let an administrator name a file of the data
+// directory as a script: the data directory itself, a directory holding
+// it, or one inside it other than beneath its files subfolder (symbolic
+// links resolved).
+func checkScriptDir(dir, dataDir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("sms script directory %s: the directory does not exist", dir)
+	case err != nil:
+		return fmt.Errorf("sms script directory %s: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("sms script directory %s: not a directory", dir)
+	}
+	if dataDir == "" {
+		return nil
+	}
+	scripts, err := realPath(dir)
+	if err != nil {
+		return fmt.Errorf("sms script directory %s: %w", dir, err)
+	}
+	data, err := realPath(dataDir)
+	if err != nil {
+		return fmt.Errorf("data directory %s: %w", dataDir, err)
+	}
+	files := filepath.Join(data, FilesDir)
+	if scripts == files || beneath(files, scripts) {
+		return nil
+	}
+	if scripts == data || beneath(scripts, data) || beneath(data, scripts) {
+		return fmt.Errorf("sms script directory %s: overlaps the data directory %s, whose files must never be named as a script (use a directory outside it, or beneath its %s subfolder)", dir, dataDir, FilesDir)
+	}
+	return nil
+}
+
+// realPath returns path absolute with its symbolic links resolved; for a
+// path that does not exist yet (a data directory before the first start)
+// its longest existing ancestor is resolved and the rest appended.
+func realPath(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for {
+		real, err := filepath.EvalSymlinks(abs)
+		if err == nil {
+			return filepath.Join(real, rest), nil
+		}
+		parent := filepath.Dir(abs)
+		if !errors.Is(err, os.ErrNotExist) || parent == abs {
+			return "", err
+		}
+		rest = filepath.Join(filepath.Base(abs), rest)
+		abs = parent
+	}
+}
+
+// beneath reports whether path lies strictly beneath dir (both clean and
+// absolute).
+func beneath(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != "." && filepath.IsLocal(rel)
 }

@@ -7,8 +7,12 @@ import (
 
 // DefaultResolverTypes returns the user-store types a Server has unless
 // WithResolverTypes replaces them: passwdresolver alone, so that a program
-// embedding authsrv links no LDAP or database driver. The binary registers
-// the full set from package resolver/builtin.
+// embedding authsrv links no LDAP or database driver. Its passwd file is
+// not confined: an administrator may name any regular file outside /proc,
+// /sys and /dev, the data directory's keys included. To confine it, pass
+// WithResolverTypes(builtin.Types(builtin.WithFileRoots(dirs...),
+// builtin.WithDataDir(dataDir))) (or a registry holding
+// passwd.TypeConfined), as the binary does with its -file-root flags.
 func DefaultResolverTypes() resolver.Registry {
 	t := passwd.Type()
 	return resolver.Registry{t.Name: t}

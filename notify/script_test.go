@@ -70,6 +70,9 @@ env > "$d/env.out"
 	if err := os.Symlink(evil, filepath.Join(dir, "link-out.sh")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(outside, filepath.Join(dir, "dir-out")); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Symlink(filepath.Join(dir, "args.sh"), filepath.Join(dir, "link-in.sh")); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +111,7 @@ env > "$d/env.out"
 	})
 
 	t.Run("OutsideRefused", func(t *testing.T) {
-		for _, name := range []string{"../outside/evil.sh", evil, "link-out.sh", "/bin/sh", "", "."} {
+		for _, name := range []string{"../outside/evil.sh", evil, "link-out.sh", "dir-out/evil.sh", "./../outside/evil.sh", dir + "/../outside/evil.sh", "/bin/sh", "", "."} {
 			t.Run(name, func(t *testing.T) {
 				_, err := e.s.SetGateway(ctx, scriptGateway("bad", name))
 				wantCode(t, err, apierr.Parameter)

@@ -127,6 +127,65 @@ type common struct {
 	kdfBudget   int64
 	openTimeout time.Duration
 	smsScripts  string
+	fileRoots   rootList // serve's -file-root; empty: the defaults
+}
+
+// DefaultFileRoot is the system directory a passwd file may lie in when no
+// -file-root is given (besides the data directory's files subfolder).
+const DefaultFileRoot = "/etc/authsrv"
+
+// rootList is the repeatable -file-root flag. A value may hold several
+// directories separated by a colon (as in PATH), which is how
+// AUTHSRV_FILE_ROOT names more than one.
+type rootList []string
+
+func (r *rootList) String() string { return strings.Join(*r, string(os.PathListSeparator)) }
+
+func (r *rootList) Set(v string) error {
+	for _, dir := range filepath.SplitList(v) {
+		if dir == "" {
+			return errors.New("an empty directory name")
+		}
+		*r = append(*r, dir)
+	}
+	return nil
+}
+
+// roots returns the absolute directories a passwd file may lie in: the
+// -file-root flags, else DefaultFileRoot and the data directory's files
+// subfolder.
+func (c *common) roots() ([]string, error) {
+	dirs := []string(c.fileRoots)
+	if len(dirs) == 0 {
+		dirs = []string{DefaultFileRoot, filepath.Join(c.dataDir, authsrv.FilesDir)}
+	}
+	out := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, fmt.Errorf("-file-root %s: %w", d, err)
+		}
+		out = append(out, abs)
+	}
+	return out, nil
+}
+
+// checkRoots refuses a -file-root that does not exist or is not a
+// directory: a typo would otherwise confine every passwd file to nothing.
+func (c *common) checkRoots() error {
+	var errs []error
+	for _, d := range c.fileRoots {
+		fi, err := os.Stat(d)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			errs = append(errs, fmt.Errorf("-file-root %s: the directory does not exist", d))
+		case err != nil:
+			errs = append(errs, fmt.Errorf("-file-root %s: %w", d, err))
+		case !fi.IsDir():
+			errs = append(errs, fmt.Errorf("-file-root %s: not a directory", d))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (e *env) flags(name string, c *common) *flag.FlagSet {
@@ -214,13 +273,21 @@ func (e *env) logger(level string) (zerolog.Logger, error) {
 	return zerolog.New(e.stderr).Level(lvl).With().Timestamp().Logger(), nil
 }
 
-func (c *common) options(log zerolog.Logger) []authsrv.Option {
+func (c *common) options(log zerolog.Logger) ([]authsrv.Option, error) {
+	roots, err := c.roots()
+	if err != nil {
+		return nil, err
+	}
+	dataDir, err := filepath.Abs(c.dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", c.dataDir, err)
+	}
 	opts := []authsrv.Option{
 		authsrv.WithDataDir(c.dataDir),
 		authsrv.WithLogger(log),
 		authsrv.WithKDFBudget(c.kdfBudget<<20, authsrv.DefaultKDFMaxWait),
 		authsrv.WithOpenTimeout(c.openTimeout),
-		authsrv.WithResolverTypes(builtin.Types()),
+		authsrv.WithResolverTypes(builtin.Types(builtin.WithFileRoots(roots...), builtin.WithDataDir(dataDir))),
 	}
 	if c.nodeName != "" {
 		opts = append(opts, authsrv.WithNodeName(c.nodeName))
@@ -231,7 +298,7 @@ func (c *common) options(log zerolog.Logger) []authsrv.Option {
 	if c.superusers != "" {
 		opts = append(opts, authsrv.WithSuperuserRealms(strings.Split(c.superusers, ",")...))
 	}
-	return opts
+	return opts, nil
 }
 
 func (e *env) serve(args []string) error {
@@ -243,6 +310,7 @@ func (e *env) serve(args []string) error {
 	drain := fs.Duration("shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
 	autoResync := fs.Bool("auto-resync", false, "AutoResync: an HOTP, paper or TOTP token out of its window resynchronises when two consecutive values arrive within -auto-resync-timeout")
 	autoResyncTimeout := fs.Duration("auto-resync-timeout", 300*time.Second, "how long after the first value of an AutoResync the second may come")
+	fs.Var(&c.fileRoots, "file-root", "directory a passwd resolver's file may lie in (repeatable; in AUTHSRV_FILE_ROOT separate several with ':'); default: "+DefaultFileRoot+" and the data directory's files subfolder. The data directory's own files are never readable")
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, "the Go collector's GOGC: how far the heap grows past the live data before a collection (-1: off); GOGC in the environment wins over this default")
 	if err := e.parse(fs, args); err != nil {
 		return err
@@ -268,12 +336,24 @@ func (e *env) serve(args []string) error {
 	if *autoResyncTimeout <= 0 {
 		return fmt.Errorf("-auto-resync-timeout %s: want more than 0", *autoResyncTimeout)
 	}
-	opts := append(c.options(log), authsrv.WithTokenSettings(token.Settings{AutoResync: *autoResync, AutoResyncTimeout: *autoResyncTimeout}))
+	if err := c.checkRoots(); err != nil {
+		return err
+	}
+	opts, err := c.options(log)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, authsrv.WithTokenSettings(token.Settings{AutoResync: *autoResync, AutoResyncTimeout: *autoResyncTimeout}))
 	s, err := authsrv.New(opts...)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = s.Close() }()
+	// The files subfolder is where an operator puts passwd files by
+	// default; the server creates it so that the default root exists.
+	if err := os.Mkdir(filepath.Join(c.dataDir, authsrv.FilesDir), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("data directory: %w", err)
+	}
 	if err := e.firstAdmin(s); err != nil {
 		return err
 	}
@@ -398,7 +478,11 @@ func (e *env) open(c *common) (*authsrv.Server, *server.ControlClient, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := authsrv.New(append(c.options(log), authsrv.WithOpenTimeout(min(c.openTimeout, 500*time.Millisecond)))...)
+	opts, err := c.options(log)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := authsrv.New(append(opts, authsrv.WithOpenTimeout(min(c.openTimeout, 500*time.Millisecond)))...)
 	if err == nil {
 		return s, nil, nil
 	}

@@ -15,12 +15,40 @@ import (
 	"github.com/authsrv/authsrv/resolver/sql"
 )
 
+// Option changes how Types builds the registry.
+type Option func(*settings)
+
+type settings struct {
+	files passwd.Confinement
+}
+
+// WithFileRoots confines the files an administrator may name (the passwd
+// file) to the directory trees roots, so that a resolver cannot read
+// /etc/shadow or the server's keys as a user list. Repeated, the roots add
+// up; without it files may lie anywhere.
+func WithFileRoots(roots ...string) Option {
+	return func(s *settings) { s.files.Roots = append(s.files.Roots, roots...) }
+}
+
+// WithDataDir names the server's data directory, whose files (keys,
+// store, control socket) are then never readable through a resolver,
+// whatever the roots, except beneath its files subfolder.
+func WithDataDir(dir string) Option {
+	return func(s *settings) { s.files.DataDir = dir }
+}
+
 // Types returns a fresh registry of passwdresolver, ldapresolver,
 // sqlresolver and scimresolver, which a caller may extend before passing
-// it to authsrv.WithResolverTypes.
-func Types() resolver.Registry {
+// it to authsrv.WithResolverTypes. Without options the passwd file is not
+// confined (beyond /proc, /sys and /dev); the binary passes WithFileRoots
+// and WithDataDir.
+func Types(opts ...Option) resolver.Registry {
+	var s settings
+	for _, o := range opts {
+		o(&s)
+	}
 	types := resolver.Registry{}
-	for _, t := range []resolver.Type{passwd.Type(), ldap.Type(), sql.Type(), scim.Type()} {
+	for _, t := range []resolver.Type{passwd.TypeConfined(s.files), ldap.Type(), sql.Type(), scim.Type()} {
 		types[t.Name] = t
 	}
 	return types

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -18,20 +19,24 @@ const maxFileSize = 64 << 20
 
 var (
 	errNotAbsolute = errors.New("passwd: the file name is not an absolute path")
-	errOutside     = errors.New("passwd: the file is outside the allowed directory")
+	errOutside     = errors.New("passwd: the file is outside the allowed directories")
+	errDataDir     = errors.New("passwd: the file is in the server's data directory")
 	errSystem      = errors.New("passwd: the file is in a kernel pseudo file system")
 	errNotRegular  = errors.New("passwd: the file is not a regular file")
 	errTooLarge    = errors.New("passwd: the file is larger than 64 MiB")
 )
 
-// describe turns a load error into the short text shown by Test and by
-// configuration errors (no OS error text, nothing read from the file).
-func describe(err error) string {
+// describe turns a load error on path into the short text shown by Test
+// and by configuration errors (no OS error text, nothing read from the
+// file). The refusals name the rule that refused.
+func describe(err error, path string) string {
 	switch {
 	case errors.Is(err, errNotAbsolute):
 		return "The file name must be an absolute path."
 	case errors.Is(err, errOutside):
-		return "The file is outside the allowed directory."
+		return fmt.Sprintf("The file %s is outside the allowed directories (the server's file roots).", path)
+	case errors.Is(err, errDataDir):
+		return fmt.Sprintf("The file %s is in the server's data directory, whose files are never readable as a user list.", path)
 	case errors.Is(err, errSystem):
 		return "Files under /proc, /sys and /dev are not allowed."
 	case errors.Is(err, errNotRegular):
@@ -48,9 +53,13 @@ func describe(err error) string {
 	return "The file cannot be read."
 }
 
+// filesDir is the data directory's subfolder that stays readable.
+const filesDir = "files"
+
 // policy decides which files may be opened.
 type policy struct {
-	root string // "" = anywhere
+	roots   []string // none = anywhere
+	dataDir string   // "" = no data directory to protect
 }
 
 // lexical checks the configured path without touching the file system.
@@ -62,12 +71,48 @@ func (p policy) lexical(path string) error {
 	if systemPath(clean) {
 		return errSystem
 	}
-	if p.root != "" {
-		if _, ok := within(filepath.Clean(p.root), clean); !ok {
-			return errOutside
+	if p.dataDir != "" {
+		if dir, err := filepath.Abs(p.dataDir); err == nil && p.inDataDir(dir, clean) {
+			return errDataDir
 		}
 	}
+	if len(p.roots) > 0 {
+		for _, root := range p.roots {
+			if _, ok := within(filepath.Clean(root), clean); ok {
+				return nil
+			}
+		}
+		return errOutside
+	}
 	return nil
+}
+
+// inDataDir reports whether path is the data directory dir or lies
+// beneath it anywhere but in its files subfolder (both clean, absolute).
+func (p policy) inDataDir(dir, path string) bool {
+	if path == dir {
+		return true
+	}
+	if _, ok := within(dir, path); !ok {
+		return false
+	}
+	_, inFiles := within(filepath.Join(dir, filesDir), path)
+	return !inFiles
+}
+
+// dataDirReal returns the data directory with its symbolic links resolved
+// (or cleaned, when it does not exist yet).
+func (p policy) dataDirReal() (string, error) {
+	dir, err := filepath.Abs(p.dataDir)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		return real, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	return dir, nil
 }
 
 // validate is the save-time check: the lexical rules, and when the file
@@ -79,19 +124,21 @@ func (p policy) validate(path string) error {
 		_ = f.Close()
 		return nil
 	}
-	for _, refused := range []error{errNotAbsolute, errOutside, errSystem, errNotRegular} {
+	for _, refused := range []error{errNotAbsolute, errOutside, errDataDir, errSystem, errNotRegular} {
 		if errors.Is(err, refused) {
-			return configErr(describe(err))
+			return configErr(describe(err, path))
 		}
 	}
 	return nil
 }
 
 // open opens the file for reading after the lexical checks, resolving
-// symbolic links and checking the target: inside the root (opened through
-// os.Root, so a component swapped for a symlink cannot escape), not a
-// pseudo file system, a regular file (checked before opening, so a FIFO or
-// device is never opened, and again on the open descriptor).
+// symbolic links and checking the target: not in the data directory,
+// inside a root (opened through os.Root, so a component swapped for a
+// symlink cannot escape), not a pseudo file system, a regular file
+// (checked before opening, so a FIFO or device is never opened, and again
+// on the open descriptor). The checks run on every load, not only when
+// the configuration is saved.
 func (p policy) open(path string) (*os.File, fs.FileInfo, error) {
 	if err := p.lexical(path); err != nil {
 		return nil, nil, err
@@ -103,8 +150,17 @@ func (p policy) open(path string) (*os.File, fs.FileInfo, error) {
 	if systemPath(real) {
 		return nil, nil, errSystem
 	}
+	if p.dataDir != "" {
+		dir, err := p.dataDirReal()
+		if err != nil {
+			return nil, nil, err
+		}
+		if p.inDataDir(dir, real) {
+			return nil, nil, errDataDir
+		}
+	}
 	var f *os.File
-	if p.root == "" {
+	if len(p.roots) == 0 {
 		if fi, err := os.Stat(real); err != nil {
 			return nil, nil, err
 		} else if !fi.Mode().IsRegular() {
@@ -112,7 +168,7 @@ func (p policy) open(path string) (*os.File, fs.FileInfo, error) {
 		}
 		f, err = os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	} else {
-		f, err = openBeneath(p.root, real)
+		f, err = openBeneathAny(p.roots, real)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -126,16 +182,54 @@ func (p policy) open(path string) (*os.File, fs.FileInfo, error) {
 		_ = f.Close()
 		return nil, nil, errNotRegular
 	}
+	if p.dataDir != "" && p.isDataFile(fi) {
+		// A hard link to a key, or a component swapped after the checks.
+		_ = f.Close()
+		return nil, nil, errDataDir
+	}
 	return f, fi, nil
 }
 
-// openBeneath opens the symlink-free path real through an os.Root on the
-// resolved root.
-func openBeneath(root, real string) (*os.File, error) {
-	rootReal, err := filepath.EvalSymlinks(filepath.Clean(root))
+// isDataFile reports whether the opened file is one of the files directly
+// in the data directory (the keys, the store, the socket).
+func (p policy) isDataFile(fi fs.FileInfo) bool {
+	dir, err := p.dataDirReal()
 	if err != nil {
-		return nil, err
+		return true
 	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false // no data directory (yet): nothing in it to protect
+	}
+	for _, e := range entries {
+		if e.Name() == filesDir {
+			continue
+		}
+		if dfi, err := os.Lstat(filepath.Join(dir, e.Name())); err == nil && os.SameFile(fi, dfi) {
+			return true
+		}
+	}
+	return false
+}
+
+// openBeneathAny opens the symlink-free path real beneath the first root
+// (resolved) that holds it; a root that does not exist holds nothing.
+func openBeneathAny(roots []string, real string) (*os.File, error) {
+	for _, root := range roots {
+		rootReal, err := filepath.EvalSymlinks(filepath.Clean(root))
+		if err != nil {
+			continue
+		}
+		if _, ok := within(rootReal, real); ok {
+			return openBeneath(rootReal, real)
+		}
+	}
+	return nil, errOutside
+}
+
+// openBeneath opens the symlink-free path real through an os.Root on the
+// resolved root rootReal.
+func openBeneath(rootReal, real string) (*os.File, error) {
 	rel, ok := within(rootReal, real)
 	if !ok {
 		return nil, errOutside

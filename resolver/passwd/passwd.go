@@ -5,8 +5,9 @@
 //
 // The file name is set by an administrator, so the store refuses relative
 // paths, anything that is not a regular file and the kernel's pseudo file
-// systems (/proc, /sys, /dev); TypeWithRoot further confines it to one
-// directory tree (shared/spec reliability A10, B7).
+// systems (/proc, /sys, /dev); TypeConfined further confines it to the
+// directory trees the operator names and keeps the server's data
+// directory out of reach (shared/spec reliability A10, B7).
 //
 // Package passwd imports resolver and apierr only; it never serves HTTP.
 package passwd
@@ -46,12 +47,34 @@ const checkInterval = time.Second
 func Type() resolver.Type { return TypeWithRoot("") }
 
 // TypeWithRoot returns the passwd store type confined to the directory
-// tree root: after resolving symbolic links the file must lie beneath it,
-// or the configuration is refused and the file is never opened. An empty
-// root means no restriction. The root itself is read when a configuration
-// is validated or a store built, so it need not exist yet.
+// tree root (TypeConfined with that one root); an empty root means no
+// restriction.
 func TypeWithRoot(root string) resolver.Type {
-	pol := policy{root: root}
+	var c Confinement
+	if root != "" {
+		c.Roots = []string{root}
+	}
+	return TypeConfined(c)
+}
+
+// Confinement says which files an administrator may name as a passwd
+// file, so that a resolver cannot turn the server's keys or the system's
+// secrets into a user list.
+type Confinement struct {
+	// Roots are the directory trees the file must lie beneath after its
+	// symbolic links are resolved (any one of them); none means anywhere.
+	// They are resolved at every check, so they need not exist yet.
+	Roots []string
+	// DataDir is the server's data directory: nothing in it or beneath it
+	// is ever read, except beneath its files subfolder. "" protects none.
+	DataDir string
+}
+
+// TypeConfined returns the passwd store type confined by c: a file that
+// breaks a rule is refused when the configuration is saved and is never
+// opened on a later (re)load either.
+func TypeConfined(c Confinement) resolver.Type {
+	pol := policy{roots: append([]string(nil), c.Roots...), dataDir: c.DataDir}
 	return resolver.Type{
 		Name: TypeName,
 		Params: []resolver.Param{
@@ -72,7 +95,7 @@ func TypeWithRoot(root string) resolver.Type {
 				return nil, err
 			}
 			if err := pol.lexical(path); err != nil {
-				return nil, configErr(describe(err))
+				return nil, configErr(describe(err, path))
 			}
 			return newStore(ctx, pol, path, env), nil
 		},
@@ -308,7 +331,7 @@ func (s *store) Test(ctx context.Context) (any, string) {
 	defer func() { <-s.sem }()
 	s.lastCheck.Store(s.now().UnixNano())
 	if err := s.load(ctx, true); err != nil {
-		return false, describe(err)
+		return false, describe(err, s.path)
 	}
 	return true, "The file contains " + strconv.Itoa(len(s.snap.Load().users)) + " users."
 }

@@ -621,6 +621,7 @@ func TestPaths(t *testing.T) {
 		t.Skipf("cannot make a FIFO: %v", err)
 	}
 
+	const refusedOutside = "OUTSIDE" // the outside text, which names the file
 	cases := []struct {
 		name, root, path string
 		want             string // "" = served
@@ -630,22 +631,25 @@ func TestPaths(t *testing.T) {
 		{"symlink inside relative", root, linkInRel, ""},
 		{"root given through a symlink", rootLink, filepath.Join(rootLink, "passwd"), ""},
 		{"relative traversal", root, "../../etc/shadow", "The file name must be an absolute path."},
-		{"absolute traversal", root, filepath.Join(root, "../../etc/shadow"), "The file is outside the allowed directory."},
-		{"traversal to a real file", root, filepath.Join(root, "sub/../../outside/passwd"), "The file is outside the allowed directory."},
-		{"etc shadow", root, "/etc/shadow", "The file is outside the allowed directory."},
-		{"enckey", root, enckey, "The file is outside the allowed directory."},
-		{"symlink out", root, linkOut, "The file is outside the allowed directory."},
-		{"relative symlink out", root, linkOutRel, "The file is outside the allowed directory."},
-		{"symlinked dir out", root, filepath.Join(linkDirOut, "passwd"), "The file is outside the allowed directory."},
+		{"absolute traversal", root, filepath.Join(root, "../../etc/shadow"), refusedOutside},
+		{"traversal to a real file", root, filepath.Join(root, "sub/../../outside/passwd"), refusedOutside},
+		{"etc shadow", root, "/etc/shadow", refusedOutside},
+		{"enckey", root, enckey, refusedOutside},
+		{"symlink out", root, linkOut, refusedOutside},
+		{"relative symlink out", root, linkOutRel, refusedOutside},
+		{"symlinked dir out", root, filepath.Join(linkDirOut, "passwd"), refusedOutside},
 		{"proc environ", root, "/proc/self/environ", "Files under /proc, /sys and /dev are not allowed."},
 		{"proc environ without root", "", "/proc/self/environ", "Files under /proc, /sys and /dev are not allowed."},
 		{"symlink to proc without root", "", link("proc", "/proc/self/environ"), "Files under /proc, /sys and /dev are not allowed."},
 		{"fifo", root, fifo, "The file is not a regular file."},
 		{"fifo without root", "", fifo, "The file is not a regular file."},
-		{"the root itself", root, root, "The file is outside the allowed directory."},
+		{"the root itself", root, root, refusedOutside},
 		{"directory", root, filepath.Join(root, "sub"), "The file is not a regular file."},
 	}
 	for _, tc := range cases {
+		if tc.want == refusedOutside {
+			tc.want = "The file " + tc.path + " is outside the allowed directories (the server's file roots)."
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			typ := passwd.TypeWithRoot(tc.root)
 			cfg := resolver.Config{passwd.ParamFilename: tc.path}
