@@ -22,11 +22,18 @@ var timingKDF = authsrv.KDFParams{Time: 2, Memory: 32 * 1024, Threads: 1, KeyLen
 // right. Five refusal paths, in a realm without policies and in one under
 // hide_specific_error_message, are sent timingRounds times each through the
 // HTTP handler, interleaved (each round sends every path once, starting
-// at a different path), so that machine noise hits all alike; the median
-// latencies may differ by less than timingBound of their smallest.
+// at a different path), so that machine noise hits all alike. Each time is
+// taken relative to the median of its round, and the medians of those
+// ratios may differ by less than timingBound. A path without the dummy
+// derivation reads about 0.01 and one with two derivations about 2, so
+// the bound tells them apart with a wide margin; without load the ratios
+// differ by about 3 %, but on a loaded 2-core machine under -race by up
+// to 8 % (10 runs beside a -race run of this package; raw medians there
+// differed by up to 80 %), which is why the bound is not the catalogue's
+// 10 %: the catalogue's figure is checked against the binary.
 const (
 	timingRounds = 15
-	timingBound  = 0.10
+	timingBound  = 0.20
 )
 
 func TestTimingUnknownUser(t *testing.T) {
@@ -90,21 +97,38 @@ func TestTimingUnknownUser(t *testing.T) {
 			p.times = append(p.times, send(p))
 		}
 	}
-	var lo, hi time.Duration
+	// Each path's time relative to the median of its round, and the
+	// median of those over the rounds: a burst of load on the machine
+	// that slows a whole round cancels out.
+	rel := make([][]float64, len(paths))
+	for round := range timingRounds {
+		row := make([]time.Duration, len(paths))
+		for i, p := range paths {
+			row[i] = p.times[round]
+		}
+		slices.Sort(row)
+		mid := row[len(row)/2]
+		for i, p := range paths {
+			rel[i] = append(rel[i], float64(p.times[round])/float64(mid))
+		}
+	}
+	lo, hi := 0.0, 0.0
 	var report strings.Builder
 	for i, p := range paths {
-		slices.Sort(p.times)
-		m := p.times[len(p.times)/2]
-		if i == 0 || m < lo {
-			lo = m
+		slices.Sort(rel[i])
+		r := rel[i][len(rel[i])/2]
+		if i == 0 || r < lo {
+			lo = r
 		}
-		hi = max(hi, m)
-		fmt.Fprintf(&report, "\n  %-28s median %6.1f ms  (min %6.1f, max %6.1f)", p.name, ms(m), ms(p.times[0]), ms(p.times[len(p.times)-1]))
+		hi = max(hi, r)
+		sorted := slices.Sorted(slices.Values(p.times))
+		fmt.Fprintf(&report, "\n  %-28s median %6.1f ms (min %6.1f, max %6.1f), relative to its round %.3f",
+			p.name, ms(sorted[len(sorted)/2]), ms(sorted[0]), ms(sorted[len(sorted)-1]), r)
 	}
-	spread := float64(hi-lo) / float64(lo)
-	t.Logf("medians of %d interleaved requests per path (spread %.1f %%):%s", timingRounds, 100*spread, report.String())
+	spread := (hi - lo) / lo
+	t.Logf("%d interleaved requests per path; the relative medians differ by %.1f %%:%s", timingRounds, 100*spread, report.String())
 	if spread >= timingBound {
-		t.Errorf("the medians differ by %.1f %% (bound %.0f %%): timing tells the refusals apart", 100*spread, 100*timingBound)
+		t.Errorf("the relative medians differ by %.1f %% (bound %.0f %%): timing tells the refusals apart", 100*spread, 100*timingBound)
 	}
 }
 
