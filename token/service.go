@@ -117,7 +117,9 @@ var _ Sealer = (*secret.Sealer)(nil)
 
 // Hasher hashes and verifies token PINs (Argon2id through the root's KDF
 // limiter). The interface keeps the internal implementation out of this
-// package's API.
+// package's API. A Hasher that also has Dummy(ctx, password), costing one
+// hash and deciding nothing, runs [Service.DummyPIN]; without it DummyPIN
+// hashes.
 type Hasher interface {
 	Hash(ctx context.Context, password string) (string, error)
 	Verify(ctx context.Context, encoded, password string) (ok, rehash bool, err error)
@@ -233,6 +235,19 @@ func (s *Service) CheckPIN(ctx context.Context, t *Token, pin string) (bool, err
 	}
 	ok, _, err := s.cfg.Hasher.Verify(ctx, t.PIN, pin)
 	return ok, err
+}
+
+// DummyPIN costs one PIN verification at the configured KDF cost and
+// decides nothing: a rejection that checked no hashed PIN runs it, so
+// that its time does not tell whether the user exists or has a PIN.
+func (s *Service) DummyPIN(ctx context.Context, pin string) {
+	switch h := s.cfg.Hasher.(type) {
+	case nil:
+	case interface{ Dummy(context.Context, string) }:
+		h.Dummy(ctx, pin)
+	default:
+		_, _ = h.Hash(ctx, pin)
+	}
 }
 
 // ---- store helpers ----

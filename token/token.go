@@ -107,6 +107,11 @@ func (t *Token) Clone() *Token {
 // Assigned reports whether the token has an owner.
 func (t *Token) Assigned() bool { return t.Owner != nil && t.Owner.UID != "" }
 
+// PINHashed reports whether checking t's PIN runs a key derivation (the
+// PIN is a hash, not empty or encrypted), so a caller can tell whether its
+// rejection already cost one.
+func (t *Token) PINHashed() bool { return t.PIN != "" && len(t.PINSealed) == 0 }
+
 // InfoInt reads an integer tokeninfo value, def when missing or malformed.
 func (t *Token) InfoInt(key string, def int) int {
 	v, ok := t.Info[key]

@@ -60,21 +60,24 @@ func (ApplSpec) Enroll(ctx context.Context, e *Enroll) error {
 // Check implements Type: the OTP part is verified against the stored hash
 // (one KDF call). There is no counter.
 func (ApplSpec) Check(ctx context.Context, c *Check) (Match, error) {
-	ok, err := checkPasswordHash(ctx, c.Service, c.Token, c.OTP)
+	ok, hashed, err := checkPasswordHash(ctx, c.Service, c.Token, c.OTP)
 	if err != nil {
-		return Match{Counter: -1}, err
+		return Match{Counter: -1, Hashed: hashed}, err
 	}
-	return Match{OK: ok, Counter: -1}, nil
+	return Match{OK: ok, Counter: -1, Hashed: hashed}, nil
 }
 
 // checkPasswordHash verifies pw against the hash sealed in
-// FieldPasswordHash, with the service's PIN hasher.
-func checkPasswordHash(ctx context.Context, s *Service, t *Token, pw string) (bool, error) {
+// FieldPasswordHash, with the service's PIN hasher; hashed tells whether
+// that ran a key derivation.
+func checkPasswordHash(ctx context.Context, s *Service, t *Token, pw string) (ok, hashed bool, err error) {
 	h, err := s.Secret(t, FieldPasswordHash)
 	if err != nil || len(h) == 0 || pw == "" {
-		return false, err
+		return false, false, err
 	}
-	return s.CheckPIN(ctx, &Token{Serial: t.Serial, PIN: string(h)}, pw)
+	ht := &Token{Serial: t.Serial, PIN: string(h)}
+	ok, err = s.CheckPIN(ctx, ht, pw)
+	return ok, ht.PINHashed(), err
 }
 
 // NeverChallenges implements NeverChallenger: the type has no challenge.

@@ -192,6 +192,10 @@ type Match struct {
 	// Message replaces the failure message (e.g. "previous otp used
 	// again").
 	Message string
+	// Hashed is set when the check ran a key derivation (a type whose OTP
+	// is a hashed password), so that the caller's rejection does not run
+	// a dummy one besides it.
+	Hashed bool
 	// Remember, on a failed match, changes the token in the transaction
 	// that records the failure when the PIN was right (AutoResync's first
 	// value). It must only change the token it is given.

@@ -23,6 +23,7 @@ type responder struct {
 	pol *policies
 	com *committer
 	ch  *challenger
+	kdf *kdfMeter
 }
 
 // answer checks a challenge answer: only tokens holding a challenge of the
@@ -64,6 +65,7 @@ func (rs *responder) answer(ctx context.Context, usable, all []*token.Token) (Re
 			continue
 		}
 		m, err := svc.Verify(ctx, t, rs.r.Pass, rs.r.Options, ch)
+		rs.kdf.note(m.Hashed)
 		if err != nil && !errors.Is(err, token.ErrCorrupt) {
 			return Response{}, err
 		}
@@ -142,6 +144,7 @@ func (rs *responder) pinReset(ctx context.Context, usable []*token.Token, chs []
 		if err := rs.pol.checkNewPIN(ctx, t, rs.r.Pass); err != nil {
 			return Response{}, true, err
 		}
+		rs.kdf.note(rs.r.Pass != "")
 		h, err := svc.HashPIN(ctx, rs.r.Pass)
 		if err != nil {
 			return Response{}, true, err
@@ -161,7 +164,9 @@ func (rs *responder) pinReset(ctx context.Context, usable []*token.Token, chs []
 	if err := json.Unmarshal(data, &d); err != nil {
 		return Response{}, true, err
 	}
-	same, err := svc.CheckPIN(ctx, &token.Token{Serial: t.Serial, PIN: d.PINHash}, rs.r.Pass)
+	first := &token.Token{Serial: t.Serial, PIN: d.PINHash}
+	rs.kdf.note(first.PINHashed())
+	same, err := svc.CheckPIN(ctx, first, rs.r.Pass)
 	if err != nil {
 		return Response{}, true, err
 	}
@@ -203,6 +208,7 @@ func (rs *responder) enrollment(ctx context.Context, all []*token.Token, bySeria
 	}
 	if rs.v.cfg.Now().Before(ch.Expiration) {
 		m, err := svc.Verify(ctx, t, rs.r.Pass, rs.r.Options, ch)
+		rs.kdf.note(m.Hashed)
 		if err != nil && !errors.Is(err, token.ErrCorrupt) {
 			return Response{}, true, err
 		}

@@ -29,6 +29,7 @@ type req struct {
 	pass  passOn
 	post  postPolicies
 	modes clientModes
+	kdf   kdfMeter
 }
 
 // Check decides a request and writes its audit entry and authentication
@@ -72,6 +73,7 @@ func (v *Validator) check(ctx context.Context, r Request, a *auditor) (Response,
 	if err == nil {
 		res, err = q.post.apply(ctx, res)
 	}
+	q.kdf.uniform(ctx, v, q.r.Pass, res, err)
 	return res, err
 }
 
@@ -119,8 +121,8 @@ func (v *Validator) newReq(ctx context.Context, r Request, a *auditor) (*req, er
 	q.modes = clientModes{v: v, r: rq, t: t, pol: pol}
 	q.ch = challenger{v: v, t: t, pol: pol, modes: &q.modes}
 	q.enr = enroller{v: v, r: rq, t: t, pol: pol, ch: &q.ch}
-	q.resp = responder{v: v, r: rq, t: t, pol: pol, com: &q.com, ch: &q.ch}
-	q.dec = decider{v: v, r: rq, t: t, pol: pol, com: &q.com, ch: &q.ch, resp: &q.resp}
+	q.resp = responder{v: v, r: rq, t: t, pol: pol, com: &q.com, ch: &q.ch, kdf: &q.kdf}
+	q.dec = decider{v: v, r: rq, t: t, pol: pol, com: &q.com, ch: &q.ch, resp: &q.resp, kdf: &q.kdf}
 	q.asg = assigner{v: v, r: rq, t: t, pol: pol}
 	q.pass = passOn{v: v, r: rq, t: t, pol: pol, asg: &q.asg}
 	q.post = postPolicies{v: v, t: t, pol: pol, enr: &q.enr, modes: &q.modes}

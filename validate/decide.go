@@ -32,12 +32,18 @@ func split(t *token.Token, pass string, pinOnly bool) (pin, otp string, ok bool)
 }
 
 // pinChecker checks PIN parts under the otppin policy, each user store
-// password at most once per request.
+// password and each token's PIN value at most once per request (a wrong
+// PIN before a right OTP is checked in both phases of the decision, and
+// must cost no more than before a wrong OTP).
 type pinChecker struct {
 	v    *Validator
 	t    *target
+	kdf  *kdfMeter
 	mode string
 	memo map[string]bool
+	// tokenMemo holds the answers of token PIN checks by serial and
+	// value.
+	tokenMemo map[[2]string]bool
 }
 
 func (p *pinChecker) check(ctx context.Context, t *token.Token, pin string) (bool, error) {
@@ -65,7 +71,20 @@ func (p *pinChecker) check(ctx context.Context, t *token.Token, pin string) (boo
 		p.memo[pin] = ok
 		return ok, nil
 	}
-	return p.v.cfg.Tokens.CheckPIN(ctx, t, pin)
+	key := [2]string{t.Serial, pin}
+	if v, ok := p.tokenMemo[key]; ok {
+		return v, nil
+	}
+	p.kdf.note(t.PINHashed())
+	ok, err := p.v.cfg.Tokens.CheckPIN(ctx, t, pin)
+	if err != nil {
+		return false, err
+	}
+	if p.tokenMemo == nil {
+		p.tokenMemo = map[[2]string]bool{}
+	}
+	p.tokenMemo[key] = ok
+	return ok, nil
 }
 
 // decider runs privacyIDEA's check_token_list over a request's candidate
@@ -81,11 +100,13 @@ type decider struct {
 	com  *committer
 	ch   *challenger
 	resp *responder
+	kdf  *kdfMeter
 }
 
 // otpOnly checks only the OTP of the serial's token t (otponly).
 func (d *decider) otpOnly(ctx context.Context, t *token.Token) (Response, error) {
 	m, err := d.v.cfg.Tokens.Verify(ctx, t, d.r.Pass, d.r.Options, nil)
+	d.kdf.note(m.Hashed)
 	if err != nil && !errors.Is(err, token.ErrCorrupt) {
 		return Response{}, err
 	}
@@ -152,7 +173,7 @@ func (d *decider) decide(ctx context.Context, all []*token.Token, force bool) (R
 	if err != nil {
 		return Response{}, err
 	}
-	pc := &pinChecker{v: d.v, t: d.t, mode: strings.ToLower(mode), memo: map[string]bool{}}
+	pc := &pinChecker{v: d.v, t: d.t, kdf: d.kdf, mode: strings.ToLower(mode), memo: map[string]bool{}}
 	// Phase 1: the OTP decides which token's PIN is worth a key derivation.
 	// Under force_challenge_response PIN and OTP are never checked
 	// together.
@@ -166,6 +187,7 @@ func (d *decider) decide(ctx context.Context, all []*token.Token, force bool) (R
 			continue
 		}
 		m, err := svc.Verify(ctx, t, otp, d.r.Options, nil)
+		d.kdf.note(m.Hashed)
 		if err != nil && !errors.Is(err, token.ErrCorrupt) {
 			return Response{}, err
 		}

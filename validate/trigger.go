@@ -31,7 +31,8 @@ func (v *Validator) Trigger(ctx context.Context, r Request) (Response, error) {
 	return res, err
 }
 
-// trigger is Trigger before the audit.
+// trigger is Trigger before the audit; a refusal costs one key
+// derivation, as those of check do.
 func (v *Validator) trigger(ctx context.Context, r Request, a *auditor) (Response, error) {
 	if r.Serial == "" && r.User == "" {
 		return Response{}, ErrNoTarget
@@ -40,10 +41,19 @@ func (v *Validator) trigger(ctx context.Context, r Request, a *auditor) (Respons
 	if err != nil {
 		return Response{}, err
 	}
+	res, err := q.trigger(ctx, r)
+	q.kdf.uniform(ctx, v, q.r.Pass, res, err)
+	return res, err
+}
+
+// trigger makes the challenges of the user or serial r names.
+func (q *req) trigger(ctx context.Context, r Request) (Response, error) {
+	v := q.v
 	if r.User != "" && !q.t.found {
 		return Response{}, ErrTriggerNoUser
 	}
 	var toks []*token.Token
+	var err error
 	if r.Serial != "" {
 		t, err := v.cfg.Tokens.Get(ctx, r.Serial)
 		if err != nil {

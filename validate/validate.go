@@ -24,6 +24,11 @@
 // the HTTP layer. auth_max_fail and auth_max_success count the typed
 // authentication records of the bucket authlog.
 //
+// Every refusal of check and triggerchallenge costs one key derivation at
+// the configured KDF cost: where no PIN hash ran (an unknown user or
+// serial, no token, a disabled or locked token, a token without PIN) a
+// dummy one runs, so that timing does not tell the refusals apart.
+//
 // Package validate sits on floor 4: it imports token, realm, policy,
 // resolver, user, audit, caller, store, apierr and internal/radclient (the
 // answer codes of a RADIUS passthru), and nothing that knows HTTP.
