@@ -160,17 +160,7 @@ func TestAPIKeyCreateTokenWhileServing(t *testing.T) {
 	waitFor(t, "serving", func() bool { return servingRe.MatchString(out.String()) })
 	addr := servingRe.FindStringSubmatch(out.String())[2]
 	pw := passwordRe.FindStringSubmatch(out.String())[1]
-	_, body := login(t, addr, pw)
-	var auth struct {
-		Result struct {
-			Value struct {
-				Token string `json:"token"`
-			} `json:"value"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal([]byte(body), &auth); err != nil || auth.Result.Value.Token == "" {
-		t.Fatalf("login: %s", body)
-	}
+	tok := adminToken(t, addr, pw)
 	do := func(r *http.Request) *http.Response {
 		r.URL.Scheme, r.URL.Host, r.RequestURI = "http", addr, ""
 		resp, err := http.DefaultClient.Do(r)
@@ -181,7 +171,7 @@ func TestAPIKeyCreateTokenWhileServing(t *testing.T) {
 	}
 	req, _ := http.NewRequestWithContext(t.Context(), "POST", "/policy/apikey", strings.NewReader(`{"scope":"authorization","action":"api_key_required","active":true}`))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", auth.Result.Value.Token)
+	req.Header.Set("Authorization", tok)
 	if resp := do(req); resp.StatusCode != 200 {
 		t.Fatalf("POST /policy/apikey: %d", resp.StatusCode)
 	}

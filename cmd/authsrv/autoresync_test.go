@@ -33,17 +33,7 @@ func TestServeAutoResync(t *testing.T) {
 			defer func() { cancel(); <-done }()
 			waitFor(t, "serving", func() bool { return servingRe.MatchString(out.String()) })
 			addr := servingRe.FindStringSubmatch(out.String())[2]
-			_, body := login(t, addr, passwordRe.FindStringSubmatch(out.String())[1])
-			var auth struct {
-				Result struct {
-					Value struct {
-						Token string `json:"token"`
-					} `json:"value"`
-				} `json:"result"`
-			}
-			if err := json.Unmarshal([]byte(body), &auth); err != nil || auth.Result.Value.Token == "" {
-				t.Fatalf("login: %s", body)
-			}
+			tok := adminToken(t, addr, passwordRe.FindStringSubmatch(out.String())[1])
 			post := func(path string, v url.Values, jwt string) map[string]any {
 				t.Helper()
 				req, _ := http.NewRequest(http.MethodPost, "http://"+addr+path, strings.NewReader(v.Encode()))
@@ -62,7 +52,7 @@ func TestServeAutoResync(t *testing.T) {
 				}
 				return m
 			}
-			post("/token/init", url.Values{"type": {"hotp"}, "serial": {"AR1"}, "otpkey": {"3132333435363738393031323334353637383930"}}, auth.Result.Value.Token)
+			post("/token/init", url.Values{"type": {"hotp"}, "serial": {"AR1"}, "otpkey": {"3132333435363738393031323334353637383930"}}, tok)
 			value := func(counter uint64) any {
 				m := post("/validate/check", url.Values{"serial": {"AR1"}, "pass": {otp.HOTP(key, counter, 6, otp.SHA1)}}, "")
 				return m["result"].(map[string]any)["value"]

@@ -30,18 +30,7 @@ func serveFor(t *testing.T, env map[string]string) (addr, jwt string) {
 		t.Fatalf("serve did not start: %s", errs.String())
 	}
 	addr = servingRe.FindStringSubmatch(out.String())[2]
-	_, body := login(t, addr, passwordRe.FindStringSubmatch(out.String())[1])
-	var auth struct {
-		Result struct {
-			Value struct {
-				Token string `json:"token"`
-			} `json:"value"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal([]byte(body), &auth); err != nil || auth.Result.Value.Token == "" {
-		t.Fatalf("login: %s", body)
-	}
-	return addr, auth.Result.Value.Token
+	return addr, adminToken(t, addr, passwordRe.FindStringSubmatch(out.String())[1])
 }
 
 // apiCall sends one form request and returns the status and the decoded

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -144,6 +145,23 @@ func login(t *testing.T, addr, password string) (int, string) {
 	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// adminToken logs admin in with password and returns the JWT.
+func adminToken(t *testing.T, addr, password string) string {
+	t.Helper()
+	_, body := login(t, addr, password)
+	var auth struct {
+		Result struct {
+			Value struct {
+				Token string `json:"token"`
+			} `json:"value"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &auth); err != nil || auth.Result.Value.Token == "" {
+		t.Fatalf("login: %s", body)
+	}
+	return auth.Result.Value.Token
 }
 
 // TestServeLifecycle is the new user's path: first start prints the

@@ -1,7 +1,6 @@
 package passwd_test
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -85,29 +84,7 @@ func TestConfined(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			typ := passwd.TypeConfined(tc.c)
 			cfg := resolver.Config{passwd.ParamFileNameLower: tc.path}
-			checkConfigErr(t, typ.Validate(cfg), tc.want)
-			r, err := typ.New(t.Context(), cfg, resolver.Env{})
-			if err != nil {
-				if tc.want == "" {
-					t.Fatalf("New: %v", err)
-				}
-				checkConfigErr(t, err, tc.want)
-				return
-			}
-			defer r.Close()
-			uid, err := r.UserID(t.Context(), "alice")
-			if tc.want == "" {
-				if err != nil || uid != "1001" {
-					t.Errorf("UserID = %q, %v", uid, err)
-				}
-				return
-			}
-			if !errors.Is(err, resolver.ErrUnavailable) {
-				t.Errorf("UserID = %q, %v; want ErrUnavailable", uid, err)
-			}
-			if v, desc := r.(resolver.Tester).Test(t.Context()); v != false || desc != tc.want {
-				t.Errorf("Test() = %v, %q; want false, %q", v, desc, tc.want)
-			}
+			checkOpened(t, typ, cfg, tc.want, true)
 		})
 	}
 

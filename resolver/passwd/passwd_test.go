@@ -566,6 +566,39 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// checkOpened validates cfg with typ and opens it. With want set, the
+// file is refused (at Validate and, when strictNew, at New with want; or
+// when read: UserID gives ErrUnavailable and Test gives want); without,
+// alice (uid 1001) is found. It reports with Errorf, so it may run in a
+// goroutine.
+func checkOpened(t *testing.T, typ resolver.Type, cfg resolver.Config, want string, strictNew bool) {
+	t.Helper()
+	checkConfigErr(t, typ.Validate(cfg), want)
+	r, err := typ.New(t.Context(), cfg, resolver.Env{})
+	if err != nil {
+		if want == "" {
+			t.Errorf("New: %v", err)
+		} else if strictNew {
+			checkConfigErr(t, err, want)
+		}
+		return
+	}
+	defer r.Close()
+	uid, err := r.UserID(t.Context(), "alice")
+	if want == "" {
+		if err != nil || uid != "1001" {
+			t.Errorf("UserID = %q, %v", uid, err)
+		}
+		return
+	}
+	if !errors.Is(err, resolver.ErrUnavailable) {
+		t.Errorf("UserID = %q, %v; want ErrUnavailable", uid, err)
+	}
+	if v, desc := r.(resolver.Tester).Test(t.Context()); v != false || desc != want {
+		t.Errorf("Test() = %v, %q; want false, %q", v, desc, want)
+	}
+}
+
 func checkConfigErr(t *testing.T, err error, want string) {
 	t.Helper()
 	if want == "" {
@@ -656,28 +689,7 @@ func TestPaths(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				checkConfigErr(t, typ.Validate(cfg), tc.want)
-				r, err := typ.New(t.Context(), cfg, resolver.Env{})
-				if err != nil {
-					if tc.want == "" {
-						t.Errorf("New: %v", err)
-					}
-					return
-				}
-				defer r.Close()
-				uid, err := r.UserID(t.Context(), "alice")
-				if tc.want == "" {
-					if err != nil || uid != "1001" {
-						t.Errorf("UserID = %q, %v", uid, err)
-					}
-					return
-				}
-				if !errors.Is(err, resolver.ErrUnavailable) {
-					t.Errorf("UserID = %q, %v; want ErrUnavailable", uid, err)
-				}
-				if v, desc := r.(resolver.Tester).Test(t.Context()); v != false || desc != tc.want {
-					t.Errorf("Test() = %v, %q; want false, %q", v, desc, tc.want)
-				}
+				checkOpened(t, typ, cfg, tc.want, false)
 			}()
 			select {
 			case <-done:
