@@ -113,8 +113,9 @@ func kdfError(err error) error {
 }
 
 // Add creates an administrator. It fails with ErrExists when the name is
-// taken.
-func (s *Service) Add(ctx context.Context, name, password string) error {
+// taken. Each of also runs in the transaction after the write (the
+// caller's audit entry).
+func (s *Service) Add(ctx context.Context, name, password string, also ...func(store.Tx) error) error {
 	if !ValidName(name) {
 		return ErrBadName
 	}
@@ -131,15 +132,28 @@ func (s *Service) Add(ctx context.Context, name, password string) error {
 		if b.Get([]byte(name)) != nil {
 			return fmt.Errorf("admin %s: %w", name, ErrExists)
 		}
-		return store.PutJSON(b, []byte(name), record{
+		if err := store.PutJSON(b, []byte(name), record{
 			Versioned: store.Versioned{Schema: schema},
 			Name:      name, Hash: h, Created: now, Changed: now,
-		})
+		}); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 }
 
-// SetPassword replaces an administrator's password.
-func (s *Service) SetPassword(ctx context.Context, name, password string) error {
+// runAlso runs the hooks of a write in its transaction.
+func runAlso(tx store.Tx, also []func(store.Tx) error) error {
+	for _, f := range also {
+		if err := f(tx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetPassword replaces an administrator's password (also as in Add).
+func (s *Service) SetPassword(ctx context.Context, name, password string, also ...func(store.Tx) error) error {
 	if !validPassword(password) {
 		return ErrBadPass
 	}
@@ -155,18 +169,24 @@ func (s *Service) SetPassword(ctx context.Context, name, password string) error 
 			return notFound(name, err)
 		}
 		rec.Hash, rec.Changed = h, now
-		return store.PutJSON(b, []byte(name), rec)
+		if err := store.PutJSON(b, []byte(name), rec); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 }
 
-// Delete removes an administrator.
-func (s *Service) Delete(ctx context.Context, name string) error {
+// Delete removes an administrator (also as in Add).
+func (s *Service) Delete(ctx context.Context, name string, also ...func(store.Tx) error) error {
 	return s.st.Update(ctx, func(tx store.Tx) error {
 		b := tx.Bucket(bucket)
 		if b.Get([]byte(name)) == nil {
 			return fmt.Errorf("admin %s: %w", name, ErrNotFound)
 		}
-		return b.Delete([]byte(name))
+		if err := b.Delete([]byte(name)); err != nil {
+			return err
+		}
+		return runAlso(tx, also)
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/audit"
+	"github.com/authsrv/authsrv/caller"
 )
 
 // The control socket lets the authsrv command manage a running server's
@@ -25,6 +26,10 @@ import (
 // store's lock. It listens on a Unix socket inside the data directory,
 // reachable only by the data directory's owner, and is never exposed on a
 // network.
+
+// controlCaller is the caller of the control socket: the data directory's
+// owner on this machine, a trusted local operator.
+var controlCaller = caller.Caller{UserAgent: "authsrv-control"}
 
 // ControlSocket is the socket's file name inside the data directory.
 const ControlSocket = "control.sock"
@@ -76,7 +81,7 @@ func Control(s *authsrv.Server) http.Handler {
 		if err != nil {
 			return answer{}, err
 		}
-		return answer{value: true}, s.Admins().Add(c.ctx, name, pw)
+		return answer{value: true}, s.Ops().AddAdmin(c.ctx, controlCaller, name, pw)
 	}))
 	r.PUT("/admins/:name", ctl(func(c *call) (answer, error) {
 		pw, err := c.p.required("password")
@@ -84,11 +89,11 @@ func Control(s *authsrv.Server) http.Handler {
 			return answer{}, err
 		}
 		name, _ := c.p.str("name")
-		return answer{value: true}, s.Admins().SetPassword(c.ctx, name, pw)
+		return answer{value: true}, s.Ops().SetAdminPassword(c.ctx, controlCaller, name, pw)
 	}))
 	r.DELETE("/admins/:name", ctl(func(c *call) (answer, error) {
 		name, _ := c.p.str("name")
-		return answer{value: true}, s.Admins().Delete(c.ctx, name)
+		return answer{value: true}, s.Ops().DeleteAdmin(c.ctx, controlCaller, name)
 	}))
 	r.POST("/apikey", ctl(func(c *call) (answer, error) {
 		days, err := c.p.integer("validity_days", DefaultAPIKeyDays)

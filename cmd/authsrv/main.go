@@ -29,6 +29,7 @@ import (
 
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/audit"
+	"github.com/authsrv/authsrv/caller"
 	"github.com/authsrv/authsrv/resolver/builtin"
 	"github.com/authsrv/authsrv/server"
 	"github.com/authsrv/authsrv/store"
@@ -421,7 +422,7 @@ func (e *env) firstAdmin(s *authsrv.Server) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Admins().Add(e.ctx, "admin", pw); err != nil {
+	if err := s.Ops().AddAdmin(e.ctx, cliCaller, "admin", pw); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "Created the administrator \"admin\" with the password %s\nIt is shown only this once; change it with: authsrv admin passwd admin\n", pw)
@@ -455,11 +456,19 @@ func (d directOps) list(ctx context.Context) ([]server.AdminInfo, error) {
 	}
 	return out, err
 }
-func (d directOps) add(ctx context.Context, n, p string) error { return d.s.Admins().Add(ctx, n, p) }
-func (d directOps) passwd(ctx context.Context, n, p string) error {
-	return d.s.Admins().SetPassword(ctx, n, p)
+func (d directOps) add(ctx context.Context, n, p string) error {
+	return d.s.Ops().AddAdmin(ctx, cliCaller, n, p)
 }
-func (d directOps) del(ctx context.Context, n string) error { return d.s.Admins().Delete(ctx, n) }
+func (d directOps) passwd(ctx context.Context, n, p string) error {
+	return d.s.Ops().SetAdminPassword(ctx, cliCaller, n, p)
+}
+func (d directOps) del(ctx context.Context, n string) error {
+	return d.s.Ops().DeleteAdmin(ctx, cliCaller, n)
+}
+
+// cliCaller is the command's own caller: the operator on this machine, a
+// trusted local administrator.
+var cliCaller = caller.Caller{UserAgent: "authsrv-cli"}
 
 type remoteOps struct{ cc *server.ControlClient }
 
