@@ -138,18 +138,8 @@ func (s *Service) Add(ctx context.Context, name, password string, also ...func(s
 		}); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
-}
-
-// runAlso runs the hooks of a write in its transaction.
-func runAlso(tx store.Tx, also []func(store.Tx) error) error {
-	for _, f := range also {
-		if err := f(tx); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // SetPassword replaces an administrator's password (also as in Add).
@@ -172,7 +162,7 @@ func (s *Service) SetPassword(ctx context.Context, name, password string, also .
 		if err := store.PutJSON(b, []byte(name), rec); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 }
 
@@ -186,7 +176,7 @@ func (s *Service) Delete(ctx context.Context, name string, also ...func(store.Tx
 		if err := b.Delete([]byte(name)); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 }
 

@@ -151,7 +151,7 @@ func (s *Service) SetRadius(ctx context.Context, def RadiusServer, also ...func(
 		if err := store.PutJSON(b, []byte(id), rec); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	if err != nil {
 		return fmt.Errorf("radius server %s: %w", id, err)

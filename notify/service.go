@@ -234,7 +234,7 @@ func deleteDef(ctx context.Context, st store.Store, bucket, id string, notFound 
 		if err := b.Delete([]byte(id)); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 }
 
@@ -252,17 +252,6 @@ func hostPort(server *string, port *int, def int) error {
 	}
 	if *port < 1 || *port > 65535 {
 		return paramErr("The port must be between 1 and 65535.")
-	}
-	return nil
-}
-
-// runAlso runs the hooks a write was given inside its transaction, after
-// the write itself.
-func runAlso(tx store.Tx, also []func(store.Tx) error) error {
-	for _, f := range also {
-		if err := f(tx); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -214,7 +214,7 @@ func (s *Service) SetGateway(ctx context.Context, g Gateway, also ...func(store.
 		if err := store.PutJSON(b, []byte(g.Name), rec); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sms gateway %s: %w", g.Name, err)
@@ -299,7 +299,7 @@ func (s *Service) DeleteGateway(ctx context.Context, name string, also ...func(s
 		if err := b.Delete([]byte(name)); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	return id, err
 }
@@ -350,7 +350,7 @@ func (s *Service) DeleteGatewayOption(ctx context.Context, gwid int, key string,
 		if err := store.PutJSON(b, []byte(rec.Name), rec); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	if err != nil {
 		return 0, err

@@ -176,7 +176,7 @@ func (s *Service) SetSMTP(ctx context.Context, def SMTPServer, also ...func(stor
 		if err := store.PutJSON(b, []byte(id), rec); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	if err != nil {
 		return fmt.Errorf("smtp server %s: %w", id, err)

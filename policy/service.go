@@ -231,7 +231,7 @@ func (s *Service) Set(ctx context.Context, p Policy, also ...func(store.Tx) erro
 		if id, err = put(tx, p); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	return id, err
 }
@@ -264,7 +264,7 @@ func (s *Service) SetIf(ctx context.Context, p Policy, prev *Policy, also ...fun
 		if id, err = put(tx, p); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	return id, err
 }
@@ -310,7 +310,7 @@ func (s *Service) Import(ctx context.Context, ps []Policy, also ...func(store.Tx
 				return err
 			}
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	if err != nil {
 		return 0, err
@@ -395,7 +395,7 @@ func (s *Service) setActive(ctx context.Context, name string, active bool, also 
 		if _, err := store.BumpConfigRevision(tx); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	return id, err
 }
@@ -431,7 +431,7 @@ func (s *Service) Delete(ctx context.Context, name string, also ...func(store.Tx
 		if _, err := store.BumpConfigRevision(tx); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	return id, err
 }
@@ -465,7 +465,7 @@ func (s *Service) Rename(ctx context.Context, old, name string, also ...func(sto
 		if _, err := store.BumpConfigRevision(tx); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	return id, err
 }
@@ -489,15 +489,4 @@ func ParsePriority(s string) (int, error) {
 		return 0, perr("Priority must be an integer")
 	}
 	return n, nil
-}
-
-// runAlso runs the hooks a write was given inside its transaction, after
-// the write itself.
-func runAlso(tx store.Tx, also []func(store.Tx) error) error {
-	for _, f := range also {
-		if err := f(tx); err != nil {
-			return err
-		}
-	}
-	return nil
 }

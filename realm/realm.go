@@ -208,7 +208,7 @@ func (s *Service) set(ctx context.Context, name, node string, entries []Entry, a
 		if _, err = store.BumpConfigRevision(tx); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	return added, failed, err
 }
@@ -317,7 +317,7 @@ func (s *Service) SetDefault(ctx context.Context, name string, also ...func(stor
 		if _, err = store.BumpConfigRevision(tx); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	return id, err
 }
@@ -331,7 +331,7 @@ func (s *Service) ClearDefault(ctx context.Context, also ...func(store.Tx) error
 		id = 0
 		def := defaultName(tx)
 		if def == "" {
-			return runAlso(tx, also)
+			return store.RunAlso(tx, also)
 		}
 		if r, found, err := get(tx, def); err != nil {
 			return err
@@ -344,7 +344,7 @@ func (s *Service) ClearDefault(ctx context.Context, also ...func(store.Tx) error
 		if _, err := store.BumpConfigRevision(tx); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	return id, err
 }
@@ -410,7 +410,7 @@ func (s *Service) Delete(ctx context.Context, name string, deleteAttrs bool, als
 		if _, err = store.BumpConfigRevision(tx); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	return id, err
 }
@@ -458,15 +458,4 @@ func (s *Service) Ordered(r Realm) []Entry {
 		seen[k] = true
 		return dup
 	})
-}
-
-// runAlso runs the hooks a write was given inside its transaction, after
-// the write itself.
-func runAlso(tx store.Tx, also []func(store.Tx) error) error {
-	for _, f := range also {
-		if err := f(tx); err != nil {
-			return err
-		}
-	}
-	return nil
 }

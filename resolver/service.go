@@ -297,7 +297,7 @@ func (s *Service) Save(ctx context.Context, name string, params map[string]strin
 		if err := store.PutJSON(b, key(name), rec); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	if err != nil {
 		return 0, err
@@ -316,7 +316,7 @@ func (s *Service) Delete(ctx context.Context, name string, also ...func(store.Tx
 		b := tx.Bucket(bucket)
 		var rec record
 		if err := store.GetJSON(b, key(name), &rec); errors.Is(err, store.ErrNotFound) {
-			return runAlso(tx, also)
+			return store.RunAlso(tx, also)
 		} else if err != nil {
 			return err
 		}
@@ -336,7 +336,7 @@ func (s *Service) Delete(ctx context.Context, name string, also ...func(store.Tx
 		if err := b.Delete(key(name)); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	if err == nil {
 		s.drop(name)
@@ -479,15 +479,4 @@ func (s *Service) Test(ctx context.Context, params map[string]string, stored str
 	}
 	v, desc := tester.Test(ctx)
 	return v, desc, nil
-}
-
-// runAlso runs the hooks a write was given inside its transaction, after
-// the write itself.
-func runAlso(tx store.Tx, also []func(store.Tx) error) error {
-	for _, f := range also {
-		if err := f(tx); err != nil {
-			return err
-		}
-	}
-	return nil
 }

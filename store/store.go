@@ -210,3 +210,18 @@ func DeleteWhere(b Bucket, prefix []byte, drop func(k, v []byte) bool) (int, err
 	}
 	return len(keys), nil
 }
+
+// RunAlso runs, in tx, the hooks a write method was handed: the writes
+// that must commit together with its own (an operation's audit entry).
+// It stops at the first error, which rolls the transaction back.
+func RunAlso(tx Tx, also []func(Tx) error) error {
+	for _, f := range also {
+		if f == nil {
+			continue
+		}
+		if err := f(tx); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -115,5 +116,37 @@ func TestDeleteWhere(t *testing.T) {
 	})
 	if !slices.Equal(left, []string{"a/2", "b/1"}) {
 		t.Fatalf("left %v", left)
+	}
+}
+
+// TestRunAlso: hooks run in order in the writer's transaction, nil ones
+// are skipped, and the first error stops them and rolls the write back.
+func TestRunAlso(t *testing.T) {
+	st := storetest.Open(t)
+	var ran []string
+	hook := func(name string, err error) func(store.Tx) error {
+		return func(tx store.Tx) error {
+			ran = append(ran, name)
+			if err != nil {
+				return err
+			}
+			return tx.Bucket("also").Put([]byte(name), []byte("1"))
+		}
+	}
+	boom := errors.New("boom")
+	err := st.Update(t.Context(), func(tx store.Tx) error {
+		ran = ran[:0]
+		return store.RunAlso(tx, []func(store.Tx) error{hook("a", nil), nil, hook("b", boom), hook("c", nil)})
+	})
+	if !errors.Is(err, boom) || fmt.Sprint(ran) != "[a b]" {
+		t.Fatalf("err %v, ran %v", err, ran)
+	}
+	if err := st.View(t.Context(), func(tx store.Tx) error {
+		if tx.Bucket("also").Get([]byte("a")) != nil {
+			t.Error("a hook's write survived the rollback")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -74,25 +74,12 @@ func (s *Service) Init(ctx context.Context, req InitRequest, also ...func(store.
 		if err := s.commit(tx, pr, false); err != nil {
 			return err
 		}
-		return runHooks(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return pr.t, pr.detail, nil
-}
-
-// runHooks runs the hooks of a write in its transaction.
-func runHooks(tx store.Tx, also []func(store.Tx) error) error {
-	for _, h := range also {
-		if h == nil {
-			continue
-		}
-		if err := h(tx); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // prepare does the work of Init that needs no transaction. The second
@@ -453,7 +440,7 @@ func (s *Service) CommitImport(ctx context.Context, b *ImportBatch, also ...func
 				return err
 			}
 		}
-		return runHooks(tx, also)
+		return store.RunAlso(tx, also)
 	})
 }
 

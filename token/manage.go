@@ -67,7 +67,7 @@ func (s *Service) update(ctx context.Context, serial string, allowLocked bool, f
 			return err
 		}
 		out = t
-		return runHooks(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	return out, err
 }
@@ -269,7 +269,7 @@ func (s *Service) Apply(ctx context.Context, serials []string, ch Change, also .
 			}
 			out = append(out, Outcome{Serial: serial, Changed: changed && err == nil, Err: err})
 		}
-		return runHooks(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	return out, err
 }
@@ -283,7 +283,7 @@ func (s *Service) apply1(ctx context.Context, serial string, ch Change, also []f
 		if changed, err = s.applyTx(tx, serial, ch); err != nil {
 			return err
 		}
-		return runHooks(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	return changed, err
 }
@@ -766,7 +766,7 @@ func (s *Service) CancelChallenges(ctx context.Context, txid string, also ...fun
 		if n, err = deleteChallengesTx(tx, []byte(txid+"\x00"), func(_, _ []byte) bool { return true }); err != nil {
 			return err
 		}
-		return runHooks(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	return n, err
 }

@@ -106,7 +106,7 @@ func (a *Attributes) Set(ctx context.Context, u User, key, value, typ string, al
 		if err := store.PutJSON(b, k, rec); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	return id, err
 }
@@ -145,13 +145,13 @@ func (a *Attributes) Delete(ctx context.Context, u User, key string, also ...fun
 		b := tx.Bucket(attrBucket)
 		k := append(userPrefix(u), key...)
 		if b.Get(k) == nil {
-			return runAlso(tx, also)
+			return store.RunAlso(tx, also)
 		}
 		n = 1
 		if err := b.Delete(k); err != nil {
 			return err
 		}
-		return runAlso(tx, also)
+		return store.RunAlso(tx, also)
 	})
 	return n, err
 }
@@ -192,15 +192,4 @@ func (a *Attributes) Exist(ctx context.Context) (bool, error) {
 		})
 	})
 	return found, err
-}
-
-// runAlso runs the hooks a write was given inside its transaction, after
-// the write itself.
-func runAlso(tx store.Tx, also []func(store.Tx) error) error {
-	for _, f := range also {
-		if err := f(tx); err != nil {
-			return err
-		}
-	}
-	return nil
 }
