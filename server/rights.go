@@ -18,17 +18,6 @@ func parseAddr(s string) (netip.Addr, error) {
 	return ip.Unmap(), nil
 }
 
-// optParam returns a pointer to a non-empty string parameter, else nil
-// (the policy filter then does not restrict).
-func (c *call) optParam(keys ...string) *string {
-	for _, k := range keys {
-		if v, err := c.p.str(k); err == nil && v != "" {
-			return &v
-		}
-	}
-	return nil
-}
-
 // caller is the request's caller as the library sees it: the token's
 // identity (none: an anonymous caller of /validate), the client, the
 // request id, the audit action, and what policy conditions read.

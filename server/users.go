@@ -14,9 +14,6 @@ import (
 // listParams are the GET /user/ parameters that are not search keys.
 var listParams = []string{"realm", "resolver", "user", "username", "attributes", "include_custom_attributes"}
 
-// isRealm is the realm test user.Split needs.
-func (c *call) isRealm(name string) bool { return c.a.s.Realms().Exists(c.ctx, name) }
-
 // userJSON renders a listed user.
 func userJSON(l realm.Listed, custom map[string]string, only []string) map[string]any {
 	obj := map[string]any{}

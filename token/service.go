@@ -463,11 +463,3 @@ func (s *Service) newSerial(ctx context.Context, typ Type) (string, error) {
 	}
 	return "", apierr.New(apierr.TokenAdmin, "could not generate a free serial number")
 }
-
-// ownerEqual compares two owners by identity.
-func ownerEqual(a, b *user.User) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return strings.EqualFold(a.Realm, b.Realm) && a.Resolver == b.Resolver && a.UID == b.UID
-}
