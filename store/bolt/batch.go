@@ -19,6 +19,8 @@ var errGoexit = errors.New("store: Update function called runtime.Goexit")
 type call struct {
 	fn   func(store.Tx) error
 	err  error
+	// probe marks the write probe (see probe.go).
+	probe bool
 	done bool // err is final; set before wake
 	// wake receives once: either the result is ready (done) or the caller
 	// has been made the leader.
@@ -139,7 +141,10 @@ func (r *batchRun) commit(calls []*call) (failed int, err error) {
 		return -1, fmt.Errorf("begin %s: %w", r.db.path, mapErr(err))
 	}
 	r.btx = btx
+	before := btx.Size()
+	probe := false
 	for i, c := range calls {
+		probe = probe || c.probe
 		r.running = c
 		err := safeCall(c.fn, newTx(btx))
 		r.running = nil
@@ -151,8 +156,9 @@ func (r *batchRun) commit(calls []*call) (failed int, err error) {
 	}
 	r.btx = nil
 	if err := btx.Commit(); err != nil {
-		return -1, fmt.Errorf("commit %s: %w", r.db.path, mapErr(err))
+		return -1, r.db.commitFailed(err)
 	}
+	r.db.committed(before, probe)
 	return -1, nil
 }
 

@@ -24,6 +24,9 @@ const (
 	DefaultTimeout  = 2 * time.Second
 	DefaultFileMode = os.FileMode(0o600)
 	DefaultMaxBatch = 256
+	// DefaultProbeInterval is how often a store whose writes fail tries a
+	// probe write.
+	DefaultProbeInterval = 2 * time.Second
 	// initialMmapSize is the address space mapped at open (see Open).
 	initialMmapSize = 1 << 30
 )
@@ -39,6 +42,10 @@ type Options struct {
 	// MaxBatch is the most Update calls committed in one transaction.
 	// 0 means DefaultMaxBatch; 1 turns group commit off.
 	MaxBatch int
+	// ProbeInterval is how often, while commits are refused (disk full),
+	// a probe write checks whether writes work again. 0 means
+	// DefaultProbeInterval.
+	ProbeInterval time.Duration
 }
 
 // DB is a store.Store on one bbolt file. It is safe for concurrent use.
@@ -47,12 +54,20 @@ type DB struct {
 	path     string
 	maxBatch int
 
+	// health is the write state; probeEvery paces the probe that runs
+	// while commits are refused (see probe.go).
+	health     store.WriteHealth
+	probeEvery time.Duration
+	probing    bool          // a probe goroutine runs; under mu
+	closing    chan struct{} // closed by Close
+
 	mu      sync.Mutex
 	closed  bool
 	leading bool    // a caller is running a batch
 	pending []*call // queued Update calls, oldest first
 
 	inflight  sync.WaitGroup // View, Update and Snapshot calls Close waits for
+	probeWG   sync.WaitGroup // the probe goroutine, which Close waits for
 	closeOnce sync.Once
 	closeErr  error
 
@@ -106,6 +121,12 @@ func open(path string, opts Options, noSync bool) (*DB, error) {
 	if opts.MaxBatch < 0 {
 		return nil, fmt.Errorf("open %s: negative MaxBatch %d", path, opts.MaxBatch)
 	}
+	if opts.ProbeInterval < 0 {
+		return nil, fmt.Errorf("open %s: negative ProbeInterval %v", path, opts.ProbeInterval)
+	}
+	if opts.ProbeInterval == 0 {
+		opts.ProbeInterval = DefaultProbeInterval
+	}
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultTimeout
 	}
@@ -145,7 +166,7 @@ func open(path string, opts Options, noSync bool) (*DB, error) {
 			return nil, fmt.Errorf("open %s: sync directory: %w", path, err)
 		}
 	}
-	return &DB{bdb: bdb, path: path, maxBatch: opts.MaxBatch}, nil
+	return &DB{bdb: bdb, path: path, maxBatch: opts.MaxBatch, probeEvery: opts.ProbeInterval, closing: make(chan struct{})}, nil
 }
 
 func syncDir(dir string) error {
@@ -186,8 +207,10 @@ func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.mu.Lock()
 		db.closed = true
+		close(db.closing)
 		db.mu.Unlock()
 		db.inflight.Wait()
+		db.probeWG.Wait()
 		if err := db.bdb.Close(); err != nil {
 			db.closeErr = fmt.Errorf("close %s: %w", db.path, err)
 		}
@@ -237,11 +260,20 @@ func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 // Once queued, the call waits for its result. Slices that fn gets from the
 // transaction are valid only until fn returns. fn must not call View,
 // Update or Close on the same DB.
+//
+// A commit the storage refuses (disk full, file size limit, I/O error)
+// returns a *store.WriteError, which wraps store.ErrWriteFailed and the
+// operating system's error; WriteHealth tracks it (see probe.go).
 func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return db.update(ctx, fn, false)
+}
+
+// update is Update; probe marks the write probe.
+func (db *DB) update(ctx context.Context, fn func(store.Tx) error, probe bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c := &call{fn: fn, wake: make(chan struct{}, 1)}
+	c := &call{fn: fn, wake: make(chan struct{}, 1), probe: probe}
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()

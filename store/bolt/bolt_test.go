@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(childEnv); path != "" {
 		os.Exit(childOpen(path))
 	}
+	if path := os.Getenv(fsizeChildEnv); path != "" {
+		os.Exit(childFileSizeLimit(path))
+	}
 	os.Exit(m.Run())
 }
 
@@ -101,7 +104,7 @@ func TestOpenAlwaysSyncs(t *testing.T) {
 	for i := range typ.NumField() {
 		fields = append(fields, typ.Field(i).Name)
 	}
-	if got := strings.Join(fields, ","); got != "Timeout,FileMode,MaxBatch" {
+	if got := strings.Join(fields, ","); got != "Timeout,FileMode,MaxBatch,ProbeInterval" {
 		t.Errorf("Options fields = %s; a new field must not switch off syncing (A15)", got)
 	}
 }
@@ -116,7 +119,7 @@ func TestOpenOptions(t *testing.T) {
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("new file mode = %v (%v), want 0600", fi.Mode().Perm(), err)
 	}
-	for _, opts := range []bolt.Options{{Timeout: -time.Second}, {MaxBatch: -1}} {
+	for _, opts := range []bolt.Options{{Timeout: -time.Second}, {MaxBatch: -1}, {ProbeInterval: -time.Second}} {
 		if db, err := bolt.Open(filepath.Join(dir, "bad.db"), opts); err == nil {
 			_ = db.Close()
 			t.Errorf("Open(%+v) = nil error, want one", opts)

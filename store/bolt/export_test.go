@@ -39,3 +39,6 @@ func Check(db *DB) error {
 
 // OpenNoSync is OpenForTest with options and without a testing.TB.
 func OpenNoSync(path string, opts Options) (*DB, error) { return open(path, opts, true) }
+
+// DataSize is the size of the file's data (its high-water mark).
+func DataSize(db *DB) int64 { return db.dataSize() }
