@@ -17,11 +17,11 @@ var errGoexit = errors.New("store: Update function called runtime.Goexit")
 
 // call is one queued Update.
 type call struct {
-	fn   func(store.Tx) error
-	err  error
+	fn  func(store.Tx) error
+	err error
 	// probe marks the write probe (see probe.go).
 	probe bool
-	done bool // err is final; set before wake
+	done  bool // err is final; set before wake
 	// wake receives once: either the result is ready (done) or the caller
 	// has been made the leader.
 	wake chan struct{}
