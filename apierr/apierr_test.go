@@ -52,6 +52,7 @@ func TestPrivacyIDEANumbers(t *testing.T) {
 		{apierr.Resolver, 907, 400},
 		{apierr.RealmAttributes, 908, 400},
 		{apierr.Server, 903, 500},
+		{apierr.StoreWrite, 902, 503},
 	}
 	for _, tc := range cases {
 		r := apierr.Lookup(tc.code)
@@ -78,6 +79,7 @@ func TestWire(t *testing.T) {
 		{"no code", errors.New("open /var/lib/x: permission denied"), 903, 500, "ERR903: Internal server error.", true},
 		{"hidden cause", apierr.New(apierr.Resolver, "The LDAP server is not reachable.").Wrap(errors.New("dial tcp 10.0.0.1:389: timeout")), 907, 400, "ERR907: The LDAP server is not reachable.", false},
 		{"busy", apierr.New(apierr.Busy, "The server is busy, please try again later."), 903, http.StatusServiceUnavailable, "ERR903: The server is busy, please try again later.", false},
+		{"store write", (&apierr.Error{Code: apierr.StoreWrite}).Wrap(errors.New("write /d/authsrv.db: no space left on device")), 902, http.StatusServiceUnavailable, "ERR902: The server cannot store changes: the data directory has no space left.", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

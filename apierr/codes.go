@@ -71,6 +71,13 @@ const (
 	Busy
 	// Method: the path exists but not for this HTTP method.
 	Method
+	// StoreWrite: the store refuses writes (the disk is full, the file at
+	// its size limit, the file system read-only or failing), so the change
+	// was not made (privacyIDEA's DatabaseError number, 902). The status is
+	// 503, not 507: the condition is the server's and temporary, not the
+	// request's; readiness reports the same 503 while it lasts; and clients
+	// and proxies retry a 503 where they know nothing of WebDAV's 507.
+	StoreWrite
 )
 
 // Row is one line of the table.
@@ -113,6 +120,7 @@ var table = map[Code]Row{
 	Selfservice:          {807, http.StatusBadRequest, "Self-service error."},
 	Busy:                 {903, http.StatusServiceUnavailable, "The server is busy, please try again later."},
 	Method:               {905, http.StatusMethodNotAllowed, "The method is not allowed for this path."},
+	StoreWrite:           {902, http.StatusServiceUnavailable, "The server cannot store changes: the data directory has no space left."},
 }
 
 // Lookup returns the row of a code. An unknown code gives the Server row.
@@ -126,7 +134,7 @@ func Lookup(c Code) Row {
 // Codes lists every code of the table (for tests that walk it).
 func Codes() []Code {
 	out := make([]Code, 0, len(table))
-	for c := Server; c <= Method; c++ {
+	for c := Server; c <= StoreWrite; c++ {
 		out = append(out, c)
 	}
 	return out
