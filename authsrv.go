@@ -118,6 +118,7 @@ func New(opts ...Option) (*Server, error) {
 		}
 		return nil, fmt.Errorf("authsrv: %w", err)
 	}
+	s.watchStore()
 	s.started.Store(true)
 	return s, nil
 }
@@ -411,10 +412,17 @@ func (s *Server) SuperuserRealms() []string {
 func (s *Server) Started() bool { return s.started.Load() }
 
 // Ready checks that the server can serve: it is started, the store answers
-// a read and the enckey opens the canary.
+// a read, the enckey opens the canary, and the store's writes work (while
+// they fail, Ready returns the first refused write's *store.WriteError).
 func (s *Server) Ready(ctx context.Context) error {
 	if !s.Started() {
 		return errors.New("not started")
 	}
-	return checkCanary(ctx, s.st, s.sealer)
+	if err := checkCanary(ctx, s.st, s.sealer); err != nil {
+		return err
+	}
+	if st := store.Writes(s.st); st.Failing {
+		return st.Err
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package authsrv
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -190,12 +191,35 @@ func (o *Ops) run(ctx context.Context, who caller.Caller, spec opSpec, fn func(c
 	}
 	if !r.written {
 		if _, werr := o.s.audit.Write(context.WithoutCancel(ctx), r.entry(err == nil, err)); werr != nil && err == nil {
-			o.s.cfg.log.Error().Err(werr).Str("component", "audit").Str("request_id", who.RequestID).Msg("audit write failed")
-			err = apierr.New(apierr.Server, "Internal server error.")
+			err = o.unaudited(who, spec, werr)
 		}
 	}
 	o.post(ctx, r, spec, err)
 	return err
+}
+
+// unaudited decides a successful operation whose audit entry (written
+// after it, see run) could not be written. A read (the API's GET
+// operations) changed nothing, so it still answers: on a full disk reads
+// keep working; audit.Log.Unwritten counts it, and the store's failure is
+// logged once, when it begins. Any other operation answers the write's
+// error (a store write failure maps to apierr.StoreWrite): no change is
+// answered as done without its entry.
+func (o *Ops) unaudited(who caller.Caller, spec opSpec, werr error) error {
+	lg := o.s.cfg.log.Error()
+	if errors.Is(werr, store.ErrWriteFailed) {
+		lg = o.s.cfg.log.Debug()
+	}
+	lg = lg.Err(werr).Str("component", "audit").Str("request_id", who.RequestID).Str("action", spec.action)
+	if strings.HasPrefix(spec.action, "GET ") {
+		lg.Msg("read answered without its audit entry")
+		return nil
+	}
+	lg.Msg("audit write failed")
+	if errors.Is(werr, store.ErrWriteFailed) {
+		return werr
+	}
+	return apierr.New(apierr.Server, "Internal server error.")
 }
 
 // pre checks the caller's right and runs the pre event handlers.

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -155,7 +156,16 @@ type Log struct {
 	mu    sync.Mutex
 	queue []*pending
 	busy  bool
+
+	// unwritten counts the entries Write could not commit.
+	unwritten atomic.Uint64
 }
+
+// Unwritten returns how many entries Write could not commit since the log
+// was opened (the store refused them: a full disk). The operations that
+// still answered without their entry are reads and refusals, which change
+// nothing; a change is never answered without its entry.
+func (l *Log) Unwritten() uint64 { return l.unwritten.Load() }
 
 // New returns the log.
 func New(cfg Config) (*Log, error) {
@@ -248,6 +258,9 @@ func (l *Log) leadBatch() {
 		}
 		return l.writeHead(tx, last.Number, prev)
 	})
+	if err != nil {
+		l.unwritten.Add(uint64(len(batch)))
+	}
 	for i, p := range batch {
 		p.err = err
 		if err == nil {

@@ -1,23 +1,40 @@
 package server
 
 import (
+	"errors"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/rs/zerolog"
+
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/audit"
+	"github.com/authsrv/authsrv/store"
 )
 
 // audit writes the request's entry: the method and path, the caller, the
 // target user, realm, resolver and serial from the parameters (never a
-// password, PIN, OTP or token), the outcome and the deciding policies.
+// password, PIN, OTP or token), the outcome and the deciding policies. An
+// error from it turns the answer into an error.
 func (a *api) audit(c *call, ans answer, err error) error {
 	if c.recorded {
 		// Written with the change it records (a /validate success).
 		return nil
 	}
 	_, werr := a.s.Audit().Write(c.ctx, a.auditEntry(c, ans, err))
+	if werr == nil || !errors.Is(werr, store.ErrWriteFailed) {
+		return werr
+	}
+	// The store refuses writes (a full disk). A request that changed
+	// nothing, a refusal or a read, still gets its answer; the audit log
+	// counts the lost entry (audit.Log.Unwritten) and the store's failure
+	// is logged once, when it begins.
+	if err != nil || c.r.Method == http.MethodGet {
+		zerolog.Ctx(c.ctx).Debug().Err(werr).Msg("answered without its audit entry")
+		return nil
+	}
 	return werr
 }
 

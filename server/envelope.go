@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/store"
 )
 
 // The envelope: what every endpoint except the health probes and
@@ -170,10 +172,26 @@ func (a *api) writeAnonError(w http.ResponseWriter, r *http.Request, err error) 
 	a.writeErrorAs(w, r, err, a.anonHardening(r))
 }
 
+// storeWriteError maps a change the store refused (store.ErrWriteFailed,
+// whatever wraps it) to apierr.StoreWrite: a clear 503 instead of a generic
+// server error, and nothing logged per request (the server logs the store's
+// failure once, when it begins). Other errors are returned as they are.
+func storeWriteError(err error) error {
+	we, ok := errors.AsType[*store.WriteError](err)
+	if !ok {
+		return err
+	}
+	e := &apierr.Error{Code: apierr.StoreWrite, Err: err}
+	if !we.NoSpace() {
+		e.Text = "The server cannot store changes: the data directory cannot be written."
+	}
+	return e
+}
+
 // writeErrorAs is writeError shaped by the hardening policies: no version,
 // and 401 for every client error.
 func (a *api) writeErrorAs(w http.ResponseWriter, r *http.Request, err error, h hardening) {
-	number, status, message, detail, internal := apierr.Wire(err)
+	number, status, message, detail, internal := apierr.Wire(storeWriteError(err))
 	if internal {
 		zerolog.Ctx(r.Context()).Error().Err(err).Msg("internal error")
 	}

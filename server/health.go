@@ -2,10 +2,13 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/authsrv/authsrv/store"
 )
 
 // Health probes answer bare JSON objects (no envelope), need no token and
@@ -24,8 +27,11 @@ func (a *api) startupz(w http.ResponseWriter, _ *http.Request, _ httprouter.Para
 	writeJSON(w, http.StatusOK, map[string]string{"status": "started"})
 }
 
-// readyz is ready when the server is started, the store answers and the
-// enckey opens its canary. We have no HSM; "hsm" reports the key check.
+// readyz is ready when the server is started, the store answers, the
+// enckey opens its canary and the store's writes work. We have no HSM;
+// "hsm" reports the key check. While the store refuses writes (a full
+// disk) it answers 503 with "store" saying why, and is ready again once a
+// write that needed new space succeeds (store/bolt probes for it).
 func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	if !a.s.Started() {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "hsm": "unchecked"})
@@ -34,6 +40,12 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := a.s.Ready(ctx); err != nil {
+		if we, ok := errors.AsType[*store.WriteError](err); ok {
+			// The key opens its canary, but the store refuses writes.
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "hsm": "OK",
+				"store": "store writes failing: " + we.Reason()})
+			return
+		}
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "hsm": "fail"})
 		return
 	}

@@ -210,7 +210,7 @@ func (a *auditor) record(result string) func(store.Tx) error {
 
 // finish writes the entry of the answer unless it committed with the
 // token changes. The write does not stop when the client leaves; when it
-// fails, the answer becomes a server error (an answer is never given
+// fails, the answer becomes an error (an answer is never given
 // without its entry).
 func (a *auditor) finish(ctx context.Context, res Response, err error) (Response, error) {
 	used := a.used()
@@ -237,6 +237,13 @@ func (a *auditor) finish(ctx context.Context, res Response, err error) (Response
 		})
 	}
 	if werr != nil {
+		res.Value = false
+		if errors.Is(werr, store.ErrWriteFailed) {
+			// The store refuses writes (a full disk): the caller maps the
+			// error to apierr.StoreWrite; the store's failure is logged
+			// once, when it begins.
+			return res, werr
+		}
 		zerolog.Ctx(ctx).Error().Err(werr).Str("component", "audit").Str("request_id", a.r.Caller.RequestID).Msg("audit write failed")
 		return res, apierr.New(apierr.Server, "Internal server error.")
 	}
