@@ -345,4 +345,3 @@ func errMessage(m map[string]any) string {
 	s, _ := e["message"].(string)
 	return s
 }
-
