@@ -24,6 +24,14 @@
 // (here a *PanicError). A transaction must not be used by several
 // goroutines at once, nor after its function has returned.
 //
+// A commit the storage refuses (a full disk, a file size limit, an I/O
+// error) returns a *store.WriteError and puts the store's WriteHealth in
+// the failing state; reads go on. While it lasts, and only then, a
+// goroutine writes a probe every Options.ProbeInterval; the first commit
+// that needs new space and succeeds (the probe's or a caller's) ends the
+// failure. bbolt itself writes again after a refused commit without a
+// reopen (see probe.go).
+//
 // Production code opens the store with Open, which always syncs. Tests get a
 // fast store without fsync only through OpenForTest (or storetest.Open).
 package bolt
