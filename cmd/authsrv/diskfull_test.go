@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -185,17 +187,19 @@ func testDiskFull(t *testing.T, d *fullDisk) {
 	jwt := adminToken(t, addr, passwordRe.FindStringSubmatch(out.String())[1])
 	pid := cmd.Process.Pid
 
-	if code, m := apiCall(t, http.MethodPost, addr, "/token/init", jwt, url.Values{"type": {"hotp"}, "otpkey": {rfcKey}, "serial": {"FULL0"}}); code != 200 {
-		t.Fatalf("token init before: %d %v", code, m)
+	// Tokens with RFC 4226's key; next[i] is the counter token i accepts
+	// next. Each accepts its first OTP before the disk fills.
+	next := make([]int, validators)
+	for i := range validators {
+		serial := fmt.Sprintf("FULL%d", i)
+		if code, m := apiCall(t, http.MethodPost, addr, "/token/init", jwt, url.Values{"type": {"hotp"}, "otpkey": {rfcKey}, "serial": {serial}}); code != 200 {
+			t.Fatalf("token init before: %d %v", code, m)
+		}
+		if code, m, err := validate(addr, serial, rfcOTPs[0]); err != nil || code != 200 || value(m) != true {
+			t.Fatalf("validate before: %d %v %v", code, m, err)
+		}
+		next[i] = 1
 	}
-	next := 0 // the next OTP counter the token accepts
-	validate := func(otp string) (int, map[string]any) {
-		return apiCall(t, http.MethodPost, addr, "/validate/check", "", url.Values{"serial": {"FULL0"}, "pass": {otp}})
-	}
-	if code, m := validate(rfcOTPs[next]); code != 200 || value(m) != true {
-		t.Fatalf("validate before: %d %v", code, m)
-	}
-	next++
 	if code, m := readyz(t, addr); code != 200 {
 		t.Fatalf("readyz before: %d %v", code, m)
 	}
@@ -238,23 +242,40 @@ func testDiskFull(t *testing.T, d *fullDisk) {
 	if code, m := apiCall(t, http.MethodGet, addr, "/token/", "not-a-jwt", nil); code != 401 {
 		t.Errorf("a refused request on a full disk: %d %v, want its 401", code, m)
 	}
-	// A correct OTP: value true only when its counter committed.
-	var accepted []string
-	validateRefused := 0
-	for range 3 {
-		otp := rfcOTPs[next]
-		code, m := validate(otp)
-		switch {
-		case code == 200 && value(m) == true:
-			accepted = append(accepted, otp)
-			next++
-		case code == http.StatusServiceUnavailable && errCode(m) == 902:
-			validateRefused++
-		default:
-			t.Errorf("validate on a full disk: %d %v", code, m)
-		}
+	// Correct OTPs from concurrent clients: value true only when the
+	// counter committed; a refused one stays valid and is sent again.
+	type acceptedOTP struct{ serial, otp string }
+	var (
+		mu              sync.Mutex
+		accepted        []acceptedOTP
+		validateRefused int
+		wg              sync.WaitGroup
+	)
+	for i := range validators {
+		wg.Go(func() {
+			serial := fmt.Sprintf("FULL%d", i)
+			for range 5 {
+				otp := rfcOTPs[next[i]]
+				code, m, err := validate(addr, serial, otp)
+				mu.Lock()
+				switch {
+				case err != nil:
+					t.Errorf("validate on a full disk: %v", err)
+				case code == 200 && value(m) == true:
+					accepted = append(accepted, acceptedOTP{serial, otp})
+					next[i]++
+				case code == http.StatusServiceUnavailable && errCode(m) == 902:
+					validateRefused++
+				default:
+					t.Errorf("validate on a full disk: %d %v", code, m)
+				}
+				mu.Unlock()
+			}
+		})
 	}
-	t.Logf("on the full disk: %d correct OTPs refused with ERR902, %d accepted (their commit fit)", validateRefused, len(accepted))
+	wg.Wait()
+	t.Logf("on the full disk, %d concurrent clients: %d correct OTPs refused with ERR902, %d accepted (their commit fit)",
+		validators, validateRefused, len(accepted))
 	if validateRefused == 0 {
 		t.Error("every validate committed on the full disk: the refused path was not exercised")
 	}
@@ -276,13 +297,15 @@ func testDiskFull(t *testing.T, d *fullDisk) {
 	if code, m := apiCall(t, http.MethodPost, addr, "/token/init", jwt, url.Values{"type": {"hotp"}, "genkey": {"1"}, "serial": {"FULLAFTER"}}); code != 200 {
 		t.Errorf("token init after: %d %v", code, m)
 	}
-	for _, otp := range accepted {
-		if code, m := validate(otp); code != 200 || value(m) != false {
-			t.Errorf("an OTP accepted on the full disk is accepted again: %d %v", code, m)
+	for _, a := range accepted {
+		if code, m, err := validate(addr, a.serial, a.otp); err != nil || code != 200 || value(m) != false {
+			t.Errorf("an OTP accepted on the full disk is accepted again: %d %v %v", code, m, err)
 		}
 	}
-	if code, m := validate(rfcOTPs[next]); code != 200 || value(m) != true {
-		t.Errorf("validate after: %d %v", code, m)
+	for i := range validators {
+		if code, m, err := validate(addr, fmt.Sprintf("FULL%d", i), rfcOTPs[next[i]]); err != nil || code != 200 || value(m) != true {
+			t.Errorf("validate after: %d %v %v", code, m, err)
+		}
 	}
 	if n := strings.Count(errs.String(), "store writes work again"); n != 1 {
 		t.Errorf("the log says %d times that writes work again, want once", n)
@@ -320,6 +343,23 @@ func testDiskFull(t *testing.T, d *fullDisk) {
 	if err != nil {
 		t.Errorf("bbolt check: %v", err)
 	}
+}
+
+// validators is the number of concurrent validating clients.
+const validators = 4
+
+// validate sends a /validate/check; it may run on any goroutine.
+func validate(addr, serial, otp string) (int, map[string]any, error) {
+	resp, err := http.PostForm("http://"+addr+"/validate/check", url.Values{"serial": {serial}, "pass": {otp}})
+	if err != nil {
+		return 0, nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		return resp.StatusCode, nil, err
+	}
+	return resp.StatusCode, m, nil
 }
 
 func readyz(t *testing.T, addr string) (int, map[string]any) {
