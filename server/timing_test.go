@@ -32,21 +32,24 @@ var timingKDF = authsrv.KDFParams{Time: 2, Memory: 32 * 1024, Threads: 1, KeyLen
 // differed by up to 80 %), which is why the bound is not the catalogue's
 // 10 %: the catalogue's figure is checked against the binary.
 const (
-	timingRounds = 15
-	timingBound  = 0.20
+	timingRounds  = 15
+	timingBatches = 3
+	timingBound   = 0.20
 )
+
+// timedPath is one refusal path of TestTimingUnknownUser and its times.
+type timedPath struct {
+	name   string
+	body   string
+	status int
+	want   string // a fragment of the answer
+	times  []time.Duration
+}
 
 func TestTimingUnknownUser(t *testing.T) {
 	e := newEnvWith(t, []authsrv.Option{authsrv.WithResolverTypes(memTypes()), authsrv.WithKDFParams(timingKDF)})
 	tok := e.login(t)
-	type path struct {
-		name   string
-		body   string
-		status int
-		want   string // a fragment of the answer
-		times  []time.Duration
-	}
-	var paths []*path
+	var paths []*timedPath
 	for _, rc := range []struct{ realm, resolver string }{{"plain", "mem1"}, {"hidden", "mem2"}} {
 		wantOK(t, e.admin(t, tok, "POST", "/resolver/"+rc.resolver, form("type", "memresolver")))
 		wantOK(t, e.admin(t, tok, "POST", "/realm/"+rc.realm, form("resolvers", rc.resolver)))
@@ -67,7 +70,7 @@ func TestTimingUnknownUser(t *testing.T) {
 			if rc.realm == "hidden" && status == 200 {
 				want = `"message":"Authentication failed."`
 			}
-			paths = append(paths, &path{name: rc.realm + "/" + name, body: form("user", user, "realm", rc.realm, "pass", pass), status: status, want: want})
+			paths = append(paths, &timedPath{name: rc.realm + "/" + name, body: form("user", user, "realm", rc.realm, "pass", pass), status: status, want: want})
 		}
 		req("unknown user", "eve", "pin123456", unknownStatus, unknown)
 		req("user without tokens", "bob", "pin123456", 200, "The user has no tokens assigned")
@@ -75,7 +78,7 @@ func TestTimingUnknownUser(t *testing.T) {
 		req("wrong PIN", "alice", "nip123456", 200, "wrong otp pin")
 		req("wrong OTP", "alice", "pin123456", 200, "wrong otp value")
 	}
-	send := func(p *path) time.Duration {
+	send := func(p *timedPath) time.Duration {
 		r := httptest.NewRequest("POST", "/validate/check", strings.NewReader(p.body))
 		r.Header.Set("Content-Type", formType)
 		r.RemoteAddr = "127.0.0.1:40000"
@@ -91,17 +94,35 @@ func TestTimingUnknownUser(t *testing.T) {
 	for _, p := range paths {
 		send(p) // warm up (and check the answers)
 	}
-	for round := range timingRounds {
-		for i := range paths {
-			p := paths[(round+i)%len(paths)]
-			p.times = append(p.times, send(p))
+	// A burst of load can still tip one batch of rounds over the bound;
+	// more rounds then decide. A real leak does not shrink with more
+	// samples (a missing derivation reads about 0.01, a double one 2).
+	var spread float64
+	var report string
+	for batch := range timingBatches {
+		for round := range timingRounds {
+			for i := range paths {
+				p := paths[(batch*timingRounds+round+i)%len(paths)]
+				p.times = append(p.times, send(p))
+			}
+		}
+		spread, report = timingSpread(paths)
+		t.Logf("after %d interleaved requests per path the relative medians differ by %.1f %%:%s", (batch+1)*timingRounds, 100*spread, report)
+		if spread < timingBound {
+			return
 		}
 	}
-	// Each path's time relative to the median of its round, and the
-	// median of those over the rounds: a burst of load on the machine
-	// that slows a whole round cancels out.
+	t.Errorf("the relative medians differ by %.1f %% (bound %.0f %%) after %d rounds: timing tells the refusals apart", 100*spread, 100*timingBound, timingBatches*timingRounds)
+}
+
+// timingSpread takes each path's time relative to the median of its round,
+// and the median of those over the rounds (a burst of load on the machine
+// that slows a whole round cancels out), and returns how far the highest
+// of these medians lies above the lowest, with a report per path.
+func timingSpread(paths []*timedPath) (float64, string) {
+	rounds := len(paths[0].times)
 	rel := make([][]float64, len(paths))
-	for round := range timingRounds {
+	for round := range rounds {
 		row := make([]time.Duration, len(paths))
 		for i, p := range paths {
 			row[i] = p.times[round]
@@ -125,11 +146,7 @@ func TestTimingUnknownUser(t *testing.T) {
 		fmt.Fprintf(&report, "\n  %-28s median %6.1f ms (min %6.1f, max %6.1f), relative to its round %.3f",
 			p.name, ms(sorted[len(sorted)/2]), ms(sorted[0]), ms(sorted[len(sorted)-1]), r)
 	}
-	spread := (hi - lo) / lo
-	t.Logf("%d interleaved requests per path; the relative medians differ by %.1f %%:%s", timingRounds, 100*spread, report.String())
-	if spread >= timingBound {
-		t.Errorf("the relative medians differ by %.1f %% (bound %.0f %%): timing tells the refusals apart", 100*spread, 100*timingBound)
-	}
+	return (hi - lo) / lo, report.String()
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
