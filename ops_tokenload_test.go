@@ -14,6 +14,7 @@ import (
 
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/audit"
+	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/store/storetest"
 )
@@ -272,4 +273,61 @@ func BenchmarkImportTokens(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(n*i)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// policyFile is an exported policy file of n admin policies, with a broken
+// one last when broken.
+func policyFile(n int, broken bool) []byte {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "[pol%05d]\nscope = 'admin'\naction = 'enable, disable'\nrealm = 'realm1'\npriority = %d\n", i, 1+i%5)
+	}
+	if broken {
+		b.WriteString("[broken]\nscope = 'admin'\naction = 'nonsense'\n")
+	}
+	return []byte(b.String())
+}
+
+// TestImportPoliciesOneTransaction: a large policy file is imported in
+// one transaction with its audit entry, which names how many; a file with
+// one bad policy at its end imports nothing.
+func TestImportPoliciesOneTransaction(t *testing.T) {
+	s, rs := tokenServer(t)
+	const n = 5000
+	n0 := rs.count()
+	if _, err := s.Ops().ImportPolicies(t.Context(), admin, policyFile(n, true)); err == nil {
+		t.Fatal("a file with a bad policy was imported")
+	}
+	if ps, err := s.Policies().List(t.Context(), policy.Filter{}); err != nil || len(ps) != 0 {
+		t.Fatalf("a failed import left %d policies (%v)", len(ps), err)
+	}
+	n1 := rs.count()
+	got, err := s.Ops().ImportPolicies(t.Context(), admin, policyFile(n, false))
+	if err != nil || got != n {
+		t.Fatalf("imported %d, %v", got, err)
+	}
+	if ps, err := s.Policies().List(t.Context(), policy.Filter{}); err != nil || len(ps) != n {
+		t.Fatalf("%d policies stored (%v)", len(ps), err)
+	}
+	for i, c := range [][][]string{rs.since(n0)[:n1-n0], rs.since(n1)} {
+		writes := 0
+		for _, buckets := range c {
+			if slices.Contains(buckets, "policies") {
+				writes++
+				if !slices.Contains(buckets, "audit") {
+					t.Errorf("a commit wrote %v without its audit entry", buckets)
+				}
+			}
+		}
+		if writes != i {
+			t.Errorf("import %d: %d commits wrote policies, want %d", i+1, writes, i)
+		}
+	}
+	infos := map[string]any{}
+	for _, r := range rows(t, s, map[string]string{"action": "POST /policy/import"}) {
+		infos[r["info"].(string)] = r["success"]
+	}
+	if infos[fmt.Sprintf("imported %d policies", n)] != 1 || len(infos) != 2 {
+		t.Errorf("audit entries (info: success) %v", infos)
+	}
 }

@@ -274,3 +274,104 @@ func TestResolverTestAgainstBlackHole(t *testing.T) {
 		})
 	}
 }
+
+// udpBlackHole is a UDP socket that reads and never answers.
+func udpBlackHole(t *testing.T) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			if _, _, err := pc.ReadFrom(b); err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = pc.Close() })
+	return pc.LocalAddr().String()
+}
+
+// TestNotifyTestAgainstBlackHole: the SMTP test mail and the RADIUS test
+// request against servers that never answer, with timeouts the write
+// timeout cannot wait for, answer before the write deadline with a clear
+// error.
+func TestNotifyTestAgainstBlackHole(t *testing.T) {
+	e := newEnv(t)
+	tok := e.login(t)
+	addr := serveWith(t, server.New(e.s), func(hs *http.Server) { hs.WriteTimeout = 3 * time.Second })
+	smtpHost, smtpPort, _ := net.SplitHostPort(blackHole(t))
+	radHost, radPort, _ := net.SplitHostPort(udpBlackHole(t))
+	wantOK(t, e.admin(t, tok, "POST", "/radiusserver/hole", form("server", radHost, "port", radPort, "secret", "s3cret", "timeout", "60", "retries", "3")))
+
+	status, env := post(t, addr, "/smtpserver/send_test_email", tok, formType, []byte(form("identifier", "hole", "server", smtpHost, "port", smtpPort,
+		"sender", "pi@example.org", "recipient", "admin@example.org", "timeout", "60")))
+	if msg, _ := at(env, "detail.message").(string); status != 200 || at(env, "result.value") != false || !strings.Contains(msg, "did not answer in time") {
+		t.Errorf("smtp test: %d %v", status, env)
+	}
+	// The RADIUS exchange ends with the request's deadline: a refusal that
+	// says so, not a generic server error.
+	status, env = post(t, addr, "/radiusserver/test_request", tok, formType, []byte(form("identifier", "hole", "username", "alice", "password", "x")))
+	if status != 503 || at(env, "result.error.message") != "ERR903: The request did not finish in the time the server gives it." {
+		t.Errorf("radius test: %d %v", status, env)
+	}
+}
+
+// policyFile is an exported policy file of n admin policies.
+func policyFile(n int) []byte {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "[pol%05d]\nscope = 'authentication'\naction = 'passthru'\npriority = %d\ndescription = 'imported in bulk'\n", i, 1+i%5)
+	}
+	return []byte(b.String())
+}
+
+// TestLargePolicyImport: 5000 policies import in one answer, audited with
+// their number; a file over the body limit is refused and imports
+// nothing.
+func TestLargePolicyImport(t *testing.T) {
+	e := newEnv(t)
+	tok := e.login(t)
+	addr := serveWith(t, server.New(e.s), func(hs *http.Server) { hs.WriteTimeout = 10 * time.Second })
+
+	big := policyFile(14000)
+	if len(big) <= 1<<20 {
+		t.Fatalf("the big file has %d bytes, not over the 1 MiB body limit", len(big))
+	}
+	ctype, mp := multipartFile(t, "file", "big.cfg", big)
+	status, env := post(t, addr, "/policy/import/big.cfg", tok, ctype, []byte(mp))
+	if status != 400 || at(env, "result.error.message") != "ERR905: request body too large" {
+		t.Errorf("over the limit: %d %v", status, env)
+	}
+	if l := wantOK(t, e.admin(t, tok, "GET", "/policy/", "")).(map[string]any); len(l) != 0 {
+		t.Fatalf("a refused import left %d policies", len(l))
+	}
+
+	const n = 5000
+	ctype, mp = multipartFile(t, "file", "many.cfg", policyFile(n))
+	status, env = post(t, addr, "/policy/import/many.cfg", tok, ctype, []byte(mp))
+	if status != 200 || at(env, "result.value") != float64(n) {
+		t.Fatalf("import: %d %v", status, env)
+	}
+	if l := wantOK(t, e.admin(t, tok, "GET", "/policy/", "")).(map[string]any); len(l) != n {
+		t.Errorf("%d policies stored, want %d", len(l), n)
+	}
+	rows, err := e.s.Audit().Search(t.Context(), audit.Query{Filters: map[string]string{"action": "POST /policy/import/*"}, PageSize: audit.MaxPageSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := 0
+	for _, r := range rows.Rows {
+		if r["success"] == 1 {
+			ok++
+			if r["info"] != fmt.Sprintf("imported %d policies", n) {
+				t.Errorf("entry info %q", r["info"])
+			}
+		}
+	}
+	if ok != 1 {
+		t.Errorf("%d successful import entries: %v", ok, rows.Rows)
+	}
+}
