@@ -3,6 +3,7 @@ package authsrv
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/authsrv/authsrv/apierr"
@@ -207,8 +208,11 @@ func (o *Ops) RenamePolicy(ctx context.Context, who caller.Caller, old, name str
 }
 
 // ImportPolicies reads an exported policy file (policy.Import's format)
-// and stores all its policies or none (right policywrite, event
-// import_policy). It returns how many were imported.
+// and stores all its policies or none, in one store transaction with the
+// audit entry that names how many (right policywrite, event
+// import_policy). It returns how many were imported. The file is bounded
+// by policy.MaxImportSize and policy.MaxImportPolicies (and the HTTP
+// server's body limit before them).
 func (o *Ops) ImportPolicies(ctx context.Context, who caller.Caller, data []byte) (int, error) {
 	var n int
 	err := o.run(ctx, who, opSpec{event: "import_policy", action: "POST /policy/import", right: rightPolicyWrite},
@@ -217,7 +221,10 @@ func (o *Ops) ImportPolicies(ctx context.Context, who caller.Caller, data []byte
 			if err != nil {
 				return err
 			}
-			n, err = o.s.policies.Import(ctx, ps, r.Audit)
+			r.Entry.Info = "imported " + strconv.Itoa(len(ps)) + " policies"
+			if n, err = o.s.policies.Import(ctx, ps, r.Audit); err != nil {
+				r.Entry.Info = ""
+			}
 			return err
 		})
 	return n, err

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -23,7 +24,9 @@ func (a *api) audit(c *call, ans answer, err error) error {
 		// Written with the change it records (a /validate success).
 		return nil
 	}
-	_, werr := a.s.Audit().Write(c.ctx, a.auditEntry(c, ans, err))
+	// Neither the client's departure, a failed body read (which cancels
+	// the request's context) nor the request's deadline may lose it.
+	_, werr := a.s.Audit().Write(context.WithoutCancel(c.ctx), a.auditEntry(c, ans, err))
 	if werr == nil || !errors.Is(werr, store.ErrWriteFailed) {
 		return werr
 	}

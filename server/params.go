@@ -9,6 +9,7 @@ import (
 	"maps"
 	"mime"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -389,10 +390,14 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 // bodyError turns a read error into a Parameter error; an exceeded limit
-// gets its own text.
+// and a body that did not arrive within the server's read timeout get
+// their own texts.
 func bodyError(err error, msg string) error {
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return errBodyTooLarge()
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return apierr.New(apierr.Parameter, "the request body did not arrive in time").Wrap(err)
 	}
 	return apierr.New(apierr.Parameter, msg).Wrap(err)
 }

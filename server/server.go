@@ -91,7 +91,9 @@ func newAPI(s *authsrv.Server, opts ...Option) *api {
 }
 
 // HTTPServer returns an http.Server for h with the timeouts every listener
-// of ours has: slow or idle clients cannot hold connections open.
+// of ours has: slow or idle clients cannot hold connections open. Every
+// request's context ends a margin before the write deadline (see
+// requestContext), so that a long operation stops in time to answer.
 func HTTPServer(addr string, h http.Handler) *http.Server {
 	return &http.Server{
 		Addr:              addr,
@@ -102,6 +104,41 @@ func HTTPServer(addr string, h http.Handler) *http.Server {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
+}
+
+// writeMargin is how long before the connection's write deadline a
+// request's context ends: the time left to write the audit entry and the
+// answer after an operation stopped at its deadline.
+func writeMargin(writeTimeout time.Duration) time.Duration {
+	return min(writeTimeout/5, 5*time.Second)
+}
+
+// requestContext is r's context with the deadline of the answer: the
+// write deadline of the http.Server that serves r (its WriteTimeout, which
+// counts from the end of the request's header, a moment before start)
+// less writeMargin. Operations honour it: a resolver test gives up, an
+// import stops between batches and reports what it did, and the client
+// gets that answer instead of a cut connection. Without a WriteTimeout
+// (httptest, the control socket) there is no deadline.
+func requestContext(r *http.Request, start time.Time) (context.Context, context.CancelFunc) {
+	hs, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
+	if hs == nil || hs.WriteTimeout <= 0 {
+		return r.Context(), func() {}
+	}
+	return context.WithDeadline(r.Context(), start.Add(hs.WriteTimeout-writeMargin(hs.WriteTimeout)))
+}
+
+// overtime is the answer to an error caused by the request's own deadline
+// (an operation that does not report its deadline itself): a clear
+// refusal instead of a generic server error.
+func overtime(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	if _, ok := errors.AsType[*apierr.Error](err); ok {
+		return err
+	}
+	return apierr.New(apierr.Busy, "The request did not finish in the time the server gives it.").Wrap(err)
 }
 
 // middleware wraps every request: a logger with a request id in the
@@ -224,8 +261,11 @@ func (a *api) handle(method, path string, ep endpoint) {
 
 func (a *api) wrap(ep endpoint) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		c := &call{ctx: r.Context(), r: r, w: w, a: a, started: a.s.Now()}
+		ctx, cancel := requestContext(r, time.Now())
+		defer cancel()
+		c := &call{ctx: ctx, r: r, w: w, a: a, started: a.s.Now()}
 		ans, err := a.serve(c, ep, ps)
+		err = overtime(ctx, err)
 		if err == nil && ans.raw == nil {
 			ans.auth = ans.auth || ep.auth
 		}

@@ -8,7 +8,10 @@ import (
 // postTokenLoad is POST /token/load/{filename} (admin): the form file
 // "file" in the format "type" (oathcsv, yubikeycsv, pskc; pskc with "psk"
 // as hex AES key or "password", and "pskcValidateMAC"), imported into the
-// realms "tokenrealms".
+// realms "tokenrealms". The value is privacyIDEA's n_imported and
+// n_not_imported, plus n_not_attempted: the records after the point where
+// an import stopped at its deadline (detail "stopped" says why), which a
+// second upload of the file brings in.
 func postTokenLoad(c *call) (answer, error) {
 	data, _, ok := c.p.file("file")
 	if !ok {
@@ -44,6 +47,10 @@ func postTokenLoad(c *call) (answer, error) {
 		}
 		notImported = append(notImported, m)
 	}
-	return answer{value: map[string]any{"n_imported": res.Imported, "n_not_imported": len(notImported)},
-		detail: map[string]any{"not_imported": notImported}}, nil
+	detail := map[string]any{"not_imported": notImported}
+	if res.Stopped != "" {
+		detail["stopped"] = res.Stopped
+	}
+	return answer{value: map[string]any{"n_imported": res.Imported, "n_not_imported": len(notImported), "n_not_attempted": res.NotAttempted},
+		detail: detail}, nil
 }

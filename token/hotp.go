@@ -99,21 +99,30 @@ func enrollOATH(e *Enroll, typ string, period int) error {
 		return start2Step(e, key, typ, period)
 	}
 	e.Key = key
-	e.Detail["otpkey"] = keyDetail(key, true)
+	e.Detail["otpkey"] = e.keyDetail(key, true)
 	return addURLs(e, key, typ, period)
 }
 
 // keyDetail is the otpkey detail object.
-func keyDetail(key []byte, b32 bool) map[string]any {
+func (e *Enroll) keyDetail(key []byte, b32 bool) map[string]any {
 	h := hex.EncodeToString(key)
 	d := map[string]any{"description": "OTP seed", "value": "seed://" + h}
-	if img, err := otp.QRDataURI("seed://" + h); err == nil {
-		d["img"] = img
-	}
+	e.addImage(d, "seed://"+h)
 	if b32 {
 		d["value_b32"] = otp.FormatBase32(key)
 	}
 	return d
+}
+
+// addImage sets d's "img" to the QR code of s, unless the caller has no
+// use for images.
+func (e *Enroll) addImage(d map[string]any, s string) {
+	if e.NoImages {
+		return
+	}
+	if img, err := otp.QRDataURI(s); err == nil {
+		d["img"] = img
+	}
 }
 
 // Label substitutes the tokenlabel/tokenissuer templates: legacy <s> <u>
@@ -156,15 +165,11 @@ func addURLs(e *Enroll, key []byte, typ string, period int) error {
 	}
 	gu := otp.OtpauthURL(up)
 	g := map[string]any{"description": "URL for google Authenticator", "value": gu}
-	if img, err := otp.QRDataURI(gu); err == nil {
-		g["img"] = img
-	}
+	e.addImage(g, gu)
 	e.Detail["googleurl"] = g
 	ou := otp.OathURL(e.Label(label), key, typ == "totp")
 	o := map[string]any{"description": "URL for OATH token", "value": ou}
-	if img, err := otp.QRDataURI(ou); err == nil {
-		o["img"] = img
-	}
+	e.addImage(o, ou)
 	e.Detail["oathurl"] = o
 	return nil
 }
@@ -220,7 +225,7 @@ func start2Step(e *Enroll, serverKey []byte, typ string, period int) error {
 	t.SetInfo("2step_difficulty", strconv.Itoa(difficulty))
 	e.SetSecret(twoStepServerKey, serverKey)
 	e.Key = serverKey
-	e.Detail["otpkey"] = keyDetail(serverKey, true)
+	e.Detail["otpkey"] = e.keyDetail(serverKey, true)
 	e.Detail["2step_salt"] = clientSize
 	e.Detail["2step_output"] = otp.DefaultKeySize(t.Hash())
 	e.Detail["2step_difficulty"] = difficulty

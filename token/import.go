@@ -95,7 +95,7 @@ func (s *Service) PrepareImport(ctx context.Context, recs []ImportRecord, realms
 		if v := r.Info[InfoTokenKind]; v != "" {
 			kind = v
 		}
-		err := b.add(ctx, s, InitRequest{Type: typ, Serial: r.Serial, Params: p, Realms: realms, Kind: kind}, r.Counter)
+		err := b.add(ctx, s, InitRequest{Type: typ, Serial: r.Serial, Params: p, Realms: realms, Kind: kind, NoImages: true}, r.Counter)
 		if err != nil {
 			reason := "the token could not be created"
 			if e, ok := err.(*apierr.Error); ok {

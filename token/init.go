@@ -42,6 +42,9 @@ type InitRequest struct {
 	Info map[string]string
 	// Limits are the enrollment limits a new token must stay within.
 	Limits Limits
+	// NoImages leaves the QR code images out of the detail (an import,
+	// which discards it).
+	NoImages bool
 }
 
 // errUnknownType is privacyIDEA's ERR1610.
@@ -190,7 +193,7 @@ func (s *Service) prepare(ctx context.Context, req InitRequest, also []func(stor
 		t.SetInfo(k, v)
 	}
 
-	e := &Enroll{Token: t, New: existing == nil, Params: p, Owner: req.Owner, OwnerInfo: req.OwnerInfo, Now: now, Rand: s.cfg.Rand, Service: s, Detail: map[string]any{}}
+	e := &Enroll{Token: t, New: existing == nil, Params: p, Owner: req.Owner, OwnerInfo: req.OwnerInfo, Now: now, Rand: s.cfg.Rand, Service: s, Detail: map[string]any{}, NoImages: req.NoImages}
 	if err := typ.Enroll(ctx, e); err != nil {
 		return nil, nil, nil, err
 	}

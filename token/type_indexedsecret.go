@@ -64,7 +64,7 @@ func (IndexedSecret) Enroll(ctx context.Context, e *Enroll) error {
 		s = given
 	}
 	e.Key = []byte(s)
-	e.Detail["otpkey"] = keyDetail(e.Key, false)
+	e.Detail["otpkey"] = e.keyDetail(e.Key, false)
 	return nil
 }
 

@@ -55,7 +55,7 @@ func (MOTP) Enroll(ctx context.Context, e *Enroll) error {
 			return err
 		}
 		secretText = hex.EncodeToString(raw)
-		e.Detail["otpkey"] = keyDetail(raw, false)
+		e.Detail["otpkey"] = e.keyDetail(raw, false)
 	case given == "":
 		return apierr.MissingParameter("otpkey")
 	default:

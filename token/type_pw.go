@@ -40,7 +40,7 @@ func (PW) Enroll(ctx context.Context, e *Enroll) error {
 	e.Key = []byte(pw)
 	e.Token.OTPLen = utf8.RuneCountInString(pw)
 	e.Detail["password"] = pw
-	e.Detail["otpkey"] = keyDetail(e.Key, false)
+	e.Detail["otpkey"] = e.keyDetail(e.Key, false)
 	return nil
 }
 

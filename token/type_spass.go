@@ -31,7 +31,7 @@ func (SPass) Enroll(ctx context.Context, e *Enroll) error {
 		return err
 	}
 	e.Key = key
-	e.Detail["otpkey"] = keyDetail(key, false)
+	e.Detail["otpkey"] = e.keyDetail(key, false)
 	return nil
 }
 

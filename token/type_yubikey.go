@@ -105,7 +105,7 @@ func (Yubikey) Enroll(ctx context.Context, e *Enroll) error {
 		return paramErr("otplen %d does not match the yubikey.prefix (%d characters + %d)", t.OTPLen, len(pre), otp.YubicoTokenLength)
 	}
 	if e.Key != nil {
-		e.Detail["otpkey"] = keyDetail(e.Key, false)
+		e.Detail["otpkey"] = e.keyDetail(e.Key, false)
 	}
 	return nil
 }

@@ -137,6 +137,9 @@ type Enroll struct {
 	// KeepPIN tells Init not to set the PIN from the "pin" parameter (spass
 	// handles its PIN itself).
 	KeepPIN bool
+	// NoImages leaves the QR code images out of Detail: an import discards
+	// the detail, and drawing them costs more than the rest of a token.
+	NoImages bool
 }
 
 // SetSecret records a sealed field to write.
