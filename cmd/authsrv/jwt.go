@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/authsrv/authsrv"
+)
+
+// jwtCmd is "jwt rotate" and "jwt list": the JWT key ring of the data
+// directory, through a running server's control socket when one holds the
+// directory (it signs with the new key at once), else directly.
+func (e *env) jwtCmd(args []string) error {
+	if len(args) == 0 || (args[0] != "rotate" && args[0] != "list") {
+		fmt.Fprint(e.stderr, usage)
+		return errUsage
+	}
+	sub := args[0]
+	var c common
+	fs := e.flags("jwt "+sub, &c)
+	if err := e.parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	s, cc, err := e.open(&c)
+	if err != nil {
+		return err
+	}
+	if s != nil {
+		defer func() { _ = s.Close() }()
+	}
+	if sub == "rotate" {
+		var k authsrv.JWTKey
+		if s != nil {
+			k, err = s.Ops().RotateJWTKey(e.ctx, cliCaller)
+		} else {
+			k, err = cc.RotateJWTKey(e.ctx)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "new JWT key %s signs from now on\n", k.KID)
+	}
+	var keys []authsrv.JWTKey
+	if s != nil {
+		keys = s.JWTKeys()
+	} else if keys, err = cc.JWTKeys(e.ctx); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		state := "current"
+		if !k.Current {
+			state = "verifies until " + k.VerifyUntil.UTC().Format(time.RFC3339)
+		}
+		legacy := ""
+		if k.Legacy {
+			legacy = "\talso tokens without kid"
+		}
+		fmt.Fprintf(e.stdout, "%s\tcreated %s\t%s%s\n", k.KID, k.Created.UTC().Format(time.RFC3339), state, legacy)
+	}
+	return nil
+}
