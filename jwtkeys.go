@@ -309,8 +309,9 @@ func prune(keys []ringKey, now time.Time) ([]ringKey, bool) {
 
 // rotate adds a new current key (32 bytes from rnd) and retires the old
 // one: it verifies until lifetime after now, or until the last long-lived
-// token it signed expires if that is later. Expired keys are dropped.
-func (r *keyRing) rotate(rnd io.Reader, now time.Time, lifetime time.Duration) (JWTKey, error) {
+// token it signed expires if that is later. Expired keys are dropped;
+// with dropOld every older key is, at once.
+func (r *keyRing) rotate(rnd io.Reader, now time.Time, lifetime time.Duration, dropOld bool) (JWTKey, error) {
 	if r.dir == "" {
 		return JWTKey{}, ErrJWTKeyGiven
 	}
@@ -329,6 +330,9 @@ func (r *keyRing) rotate(rnd io.Reader, now time.Time, lifetime time.Duration) (
 		cur.VerifyUntil = now.Add(lifetime)
 		if cur.SignedUntil.After(cur.VerifyUntil) {
 			cur.VerifyUntil = cur.SignedUntil
+		}
+		if dropOld {
+			keys = keys[:0]
 		}
 		keys = append(keys, ringKey{KID: kid, Key: key, Created: now})
 		keys, _ = prune(keys, now)

@@ -121,7 +121,7 @@ func TestJWTKeyRotation(t *testing.T) {
 	}
 
 	clk.add(10 * time.Minute)
-	kB, err := s.Ops().RotateJWTKey(ctx, caller.Caller{})
+	kB, err := s.Ops().RotateJWTKey(ctx, caller.Caller{}, authsrv.JWTRotation{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestJWTKeyRotation(t *testing.T) {
 	if rows := auditRows(t, s); rows[len(rows)-1]["action"] != "POST /jwt/rotate" || !strings.Contains(rows[len(rows)-1]["info"].(string), kB.KID) {
 		t.Errorf("rotation audit entry %v", rows[len(rows)-1])
 	}
-	if _, err := s.Ops().RotateJWTKey(ctx, caller.Caller{Role: caller.Admin, Name: "admin"}); err == nil {
+	if _, err := s.Ops().RotateJWTKey(ctx, caller.Caller{Role: caller.Admin, Name: "admin"}, authsrv.JWTRotation{}); err == nil {
 		t.Error("an API administrator rotated the JWT key")
 	}
 	tokB, err := s.IssueJWT(session())
@@ -253,11 +253,89 @@ func TestJWTKeyRotation(t *testing.T) {
 
 func jsonNum(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
+// TestJWTRotateDropOld: a rotation that drops the older keys refuses every
+// token they signed at once, API keys included, and leaves one key in the
+// ring file.
+func TestJWTRotateDropOld(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s := newServer(t, dir)
+	exp := func(d time.Duration) jwt.RegisteredClaims {
+		return jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(time.Now().Add(d))}
+	}
+	session, err := s.IssueJWT(exp(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiKey, err := s.IssueJWT(exp(365 * 24 * time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ops().RotateJWTKey(ctx, caller.Caller{}, authsrv.JWTRotation{}); err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.IssueJWT(exp(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := s.Ops().RotateJWTKey(ctx, caller.Caller{}, authsrv.JWTRotation{DropOld: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, raw := range map[string]string{"first key's session": session, "first key's API key": apiKey, "second key's session": second} {
+		if err := s.ParseJWT(raw, &jwt.RegisteredClaims{}); !errors.Is(err, authsrv.ErrJWTUnknownKey) {
+			t.Errorf("%s: %v, want ErrJWTUnknownKey", name, err)
+		}
+	}
+	if onDisk := ringOnDisk(t, dir); len(onDisk) != 1 || onDisk[k.KID] == nil {
+		t.Errorf("ring file holds %d keys", len(onDisk))
+	}
+	if _, err := os.Stat(filepath.Join(dir, authsrv.JWTKeyFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("jwtkey file after -drop-old: %v", err)
+	}
+	if rows := auditRows(t, s); !strings.Contains(rows[len(rows)-1]["info"].(string), "dropped") {
+		t.Errorf("audit %v", rows[len(rows)-1])
+	}
+}
+
+// TestJWTRingConcurrency: tokens issued and verified while the ring
+// rotates (run with -race).
+func TestJWTRingConcurrency(t *testing.T) {
+	s := newServer(t, t.TempDir())
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				raw, err := s.IssueJWT(jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := s.ParseJWT(raw, &jwt.RegisteredClaims{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for range 5 {
+		if _, err := s.Ops().RotateJWTKey(t.Context(), caller.Caller{}, authsrv.JWTRotation{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	if n := len(s.JWTKeys()); n != 6 {
+		t.Errorf("%d keys, want 6 (none expired yet)", n)
+	}
+}
+
 // TestJWTRotateGivenKey: a key the program gave is the program's to
 // rotate.
 func TestJWTRotateGivenKey(t *testing.T) {
 	s := configServer(t)
-	if _, err := s.Ops().RotateJWTKey(t.Context(), caller.Caller{}); !errors.Is(err, authsrv.ErrJWTKeyGiven) {
+	if _, err := s.Ops().RotateJWTKey(t.Context(), caller.Caller{}, authsrv.JWTRotation{}); !errors.Is(err, authsrv.ErrJWTKeyGiven) {
 		t.Fatalf("rotate = %v, want ErrJWTKeyGiven", err)
 	}
 }
@@ -267,7 +345,7 @@ func TestJWTRotateGivenKey(t *testing.T) {
 func TestJWTRingFile(t *testing.T) {
 	dir := t.TempDir()
 	s := newServer(t, dir)
-	if _, err := s.Ops().RotateJWTKey(t.Context(), caller.Caller{}); err != nil {
+	if _, err := s.Ops().RotateJWTKey(t.Context(), caller.Caller{}, authsrv.JWTRotation{}); err != nil {
 		t.Fatal(err)
 	}
 	_ = s.Close()
@@ -320,7 +398,7 @@ func TestBackupCarriesJWTRing(t *testing.T) {
 	if _, err := s.Backup(ctx, &legacy); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Ops().RotateJWTKey(ctx, caller.Caller{}); err != nil {
+	if _, err := s.Ops().RotateJWTKey(ctx, caller.Caller{}, authsrv.JWTRotation{}); err != nil {
 		t.Fatal(err)
 	}
 	cur, err := s.IssueJWT(exp)

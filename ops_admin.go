@@ -65,19 +65,27 @@ func (o *Ops) SetAdminDisabled(ctx context.Context, who caller.Caller, name stri
 	})
 }
 
+// JWTRotation tunes RotateJWTKey.
+type JWTRotation struct {
+	// DropOld drops every older key at once instead of letting it verify
+	// its tokens until they expire: every session and API key signed
+	// before is refused from then on (a key that leaked).
+	DropOld bool
+}
+
 // RotateJWTKey adds a new current key to the JWT key ring (trusted callers
 // only, event jwt_rotate): new tokens carry its kid, the previous key
 // verifies the tokens it signed until the last of them expires and is then
-// dropped. It returns the new key. The ring file is written before the
-// server signs with the new key; a server whose key the program gave
-// (WithJWTKey) refuses.
-func (o *Ops) RotateJWTKey(ctx context.Context, who caller.Caller) (JWTKey, error) {
+// dropped (at once with DropOld). It returns the new key. The ring file is
+// written before the server signs with the new key; a server whose key the
+// program gave (WithJWTKey) refuses.
+func (o *Ops) RotateJWTKey(ctx context.Context, who caller.Caller, opt JWTRotation) (JWTKey, error) {
 	var out JWTKey
 	err := o.run(ctx, who, opSpec{event: "jwt_rotate", action: "POST /jwt/rotate"}, func(ctx context.Context, r *opRun) error {
 		if !who.Trusted() {
 			return errLocalOnly
 		}
-		k, err := o.s.jwtKeys.rotate(o.s.cfg.rand, o.s.cfg.now(), o.s.cfg.jwtLifetime)
+		k, err := o.s.jwtKeys.rotate(o.s.cfg.rand, o.s.cfg.now(), o.s.cfg.jwtLifetime, opt.DropOld)
 		if errors.Is(err, ErrJWTKeyGiven) {
 			return apierr.New(apierr.ConfigAdmin, ErrJWTKeyGiven.Error()).Wrap(ErrJWTKeyGiven)
 		}
@@ -86,6 +94,9 @@ func (o *Ops) RotateJWTKey(ctx context.Context, who caller.Caller) (JWTKey, erro
 		}
 		out = k
 		r.Entry.Info = "JWT key rotated: new key id " + k.KID
+		if opt.DropOld {
+			r.Entry.Info += "; the older keys were dropped"
+		}
 		return nil
 	})
 	return out, err

@@ -103,7 +103,11 @@ func Control(s *authsrv.Server) http.Handler {
 		}))
 	}
 	r.POST("/jwt/rotate", ctl(func(c *call) (answer, error) {
-		k, err := s.Ops().RotateJWTKey(c.ctx, controlCaller)
+		drop, err := c.p.boolean("drop_old")
+		if err != nil {
+			return answer{}, err
+		}
+		k, err := s.Ops().RotateJWTKey(c.ctx, controlCaller, authsrv.JWTRotation{DropOld: drop})
 		return answer{value: k}, err
 	}))
 	r.GET("/jwt/keys", ctl(func(c *call) (answer, error) {
@@ -246,9 +250,9 @@ func (cc *ControlClient) SetAdminDisabled(ctx context.Context, name string, disa
 
 // RotateJWTKey has the running server add a new current JWT key; it signs
 // with it from then on.
-func (cc *ControlClient) RotateJWTKey(ctx context.Context) (authsrv.JWTKey, error) {
+func (cc *ControlClient) RotateJWTKey(ctx context.Context, opt authsrv.JWTRotation) (authsrv.JWTKey, error) {
 	var k authsrv.JWTKey
-	return k, cc.do(ctx, http.MethodPost, "/jwt/rotate", nil, &k)
+	return k, cc.do(ctx, http.MethodPost, "/jwt/rotate", map[string]bool{"drop_old": opt.DropOld}, &k)
 }
 
 // JWTKeys describes the running server's JWT key ring.

@@ -102,7 +102,7 @@ func TestControlSocket(t *testing.T) {
 		t.Errorf("disable an unknown admin: %v", err)
 	}
 	before := s.JWTKeys()
-	k, err := cc.RotateJWTKey(ctx)
+	k, err := cc.RotateJWTKey(ctx, authsrv.JWTRotation{})
 	if err != nil || !k.Current || k.KID == before[0].KID {
 		t.Fatalf("RotateJWTKey = %+v, %v (before %+v)", k, err, before)
 	}

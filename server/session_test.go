@@ -144,7 +144,7 @@ func TestJWTKeyRotationHTTP(t *testing.T) {
 	old := e.login(t)
 	oldKID := jwtKID(t, old)
 	clk.add(30 * time.Minute)
-	k, err := s.Ops().RotateJWTKey(t.Context(), caller.Caller{})
+	k, err := s.Ops().RotateJWTKey(t.Context(), caller.Caller{}, authsrv.JWTRotation{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,10 @@ func (e *env) jwtCmd(args []string) error {
 	sub := args[0]
 	var c common
 	fs := e.flags("jwt "+sub, &c)
+	var opt authsrv.JWTRotation
+	if sub == "rotate" {
+		fs.BoolVar(&opt.DropOld, "drop-old", false, "drop the older keys at once: every session and API key signed before is refused (a key that leaked)")
+	}
 	if err := e.parse(fs, args[1:]); err != nil {
 		return err
 	}
@@ -34,9 +38,9 @@ func (e *env) jwtCmd(args []string) error {
 	if sub == "rotate" {
 		var k authsrv.JWTKey
 		if s != nil {
-			k, err = s.Ops().RotateJWTKey(e.ctx, cliCaller)
+			k, err = s.Ops().RotateJWTKey(e.ctx, cliCaller, opt)
 		} else {
-			k, err = cc.RotateJWTKey(e.ctx)
+			k, err = cc.RotateJWTKey(e.ctx, opt)
 		}
 		if err != nil {
 			return err
@@ -48,6 +52,12 @@ func (e *env) jwtCmd(args []string) error {
 		keys = s.JWTKeys()
 	} else if keys, err = cc.JWTKeys(e.ctx); err != nil {
 		return err
+	}
+	for _, k := range keys {
+		if sub == "rotate" && k.Legacy && !k.Current {
+			fmt.Fprintf(e.stderr, "tokens without a key id (API keys created before the key ring) verify with %s until %s only: create new API keys (authsrv api createtoken) before then\n",
+				k.KID, k.VerifyUntil.UTC().Format(time.RFC3339))
+		}
 	}
 	for _, k := range keys {
 		state := "current"

@@ -214,4 +214,19 @@ func TestJWTRotateWhileServing(t *testing.T) {
 	if st, body := call(t, do, "GET", "/policy/", after, nil); st != 200 {
 		t.Errorf("the other admin's token: %d %s", st, body)
 	}
+
+	// A leaked key: -drop-old refuses every token signed before at once.
+	code, rotated, _ := cli(t, env, "", "jwt", "rotate", "-drop-old")
+	m := rotatedRe.FindStringSubmatch(rotated)
+	if code != 0 || m == nil || strings.Count(rotated, "\n") != 2 {
+		t.Fatalf("jwt rotate -drop-old: %d %q", code, rotated)
+	}
+	for name, tok := range map[string]string{"first key's": before, "second key's": after} {
+		if st, body := call(t, do, "GET", "/policy/", tok, nil); st != 401 || !strings.Contains(body, "key id is unknown") {
+			t.Errorf("%s token after -drop-old: %d %s", name, st, body)
+		}
+	}
+	if got := kidOf(t, adminToken(t, addr, pw)); got != m[1] {
+		t.Errorf("login after -drop-old has kid %q, want %q", got, m[1])
+	}
 }

@@ -50,7 +50,8 @@ commands:
   admin delete NAME           delete a local administrator
   admin passwd NAME           set a local administrator's password
   admin disable|enable NAME   disable (its tokens stop working at once) or enable an administrator
-  jwt rotate                  add a new JWT signing key (the old one verifies its tokens until they expire)
+  jwt rotate [-drop-old]      add a new JWT signing key (the old one verifies its tokens until they
+                              expire; -drop-old: at once no more)
   jwt list                    list the JWT keys
   api createtoken [-validity DAYS]  print an API key (a JWT of role validate) for
                               the api_key_required policy (default: 365 days)
