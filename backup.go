@@ -77,10 +77,10 @@ func (s *Server) Backup(ctx context.Context, w io.Writer) (Manifest, error) {
 		name string
 		data []byte
 	}{{EncKeyFile, s.cfg.encKey}}
-	// The jwtkey member while the ring holds that key: the restored
-	// directory is then as this one, and a restore by an earlier version
-	// finds the key it knows.
-	if legacy, ok := s.jwtKeys.legacyKey(); ok {
+	// The jwtkey member while the ring holds that key (and it fits the
+	// file, 32 bytes): the restored directory is then as this one, and an
+	// earlier version finds the key it knows.
+	if legacy, ok := s.jwtKeys.legacyKey(); ok && len(legacy) == secret.KeySize {
 		keys = append(keys, struct {
 			name string
 			data []byte
