@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/authsrv/authsrv"
@@ -27,6 +29,10 @@ func (e *env) jwtCmd(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	// A directory without keys is no server's yet: rotating would make one.
+	if !hasJWTKey(c.dataDir) {
+		return fmt.Errorf("no JWT key in %s (start the server once to create it)", c.dataDir)
 	}
 	s, cc, err := e.open(&c)
 	if err != nil {
@@ -71,4 +77,14 @@ func (e *env) jwtCmd(args []string) error {
 		fmt.Fprintf(e.stdout, "%s\tcreated %s\t%s%s\n", k.KID, k.Created.UTC().Format(time.RFC3339), state, legacy)
 	}
 	return nil
+}
+
+// hasJWTKey reports whether dir holds a JWT key ring or key file.
+func hasJWTKey(dir string) bool {
+	for _, name := range []string{authsrv.JWTKeysFile, authsrv.JWTKeyFile} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
 }

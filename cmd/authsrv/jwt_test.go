@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -89,6 +90,12 @@ func TestJWTRotateStopped(t *testing.T) {
 		if code, out, _ := cli(t, env, "", args...); code == 0 || strings.Contains(out, "new JWT key") {
 			t.Errorf("%v: %d %q", args, code, out)
 		}
+	}
+	if code, _, errs := cli(t, env, "", "jwt", "rotate"); code != 1 || !strings.Contains(errs, "no JWT key") {
+		t.Errorf("rotate without a data directory: %d %q", code, errs)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("rotate made a data directory: %v", err)
 	}
 	if code, _, errs := cli(t, env, "pw-one\n", "admin", "add", "alice"); code != 0 {
 		t.Fatalf("admin add: %d %s", code, errs)
