@@ -71,7 +71,7 @@ type Server struct {
 	ownsStore bool
 	sealer    *secret.Sealer
 	hasher    *secret.Hasher
-	jwtKey    []byte
+	jwtKeys   *keyRing
 	nodeID    string
 	admins    *admin.Service
 	resolvers *resolver.Service
@@ -144,11 +144,9 @@ func (s *Server) open() error {
 			c.encKey = key
 		}
 		if c.jwtKey == nil {
-			key, _, err := secret.LoadOrCreateKeyFile(filepath.Join(c.dataDir, JWTKeyFile), c.rand)
-			if err != nil {
+			if err := s.openJWTKeys(); err != nil {
 				return err
 			}
-			c.jwtKey = key
 		}
 		if c.auditKey == nil {
 			key, err := audit.LoadOrCreateKey(filepath.Join(c.dataDir, AuditKeyFile), c.rand)
@@ -183,7 +181,9 @@ func (s *Server) open() error {
 		return fmt.Errorf("kdf: %w", err)
 	}
 	s.hasher = hasher
-	s.jwtKey = c.jwtKey
+	if s.jwtKeys == nil {
+		s.jwtKeys = newLegacyRing("", c.jwtKey, c.now())
+	}
 	s.admins = admin.New(s.st, hasher, c.now)
 	if c.auditKey == nil {
 		// No data directory: the signing key follows from the enckey.
@@ -316,7 +316,8 @@ func checkCanary(ctx context.Context, st store.Store, sealer *secret.Sealer) err
 }
 
 // Run does the server's background work until ctx ends or Close is
-// called: audit retention every RetentionInterval. It returns nil then.
+// called: audit retention, and dropping the JWT keys whose last token
+// expired, every RetentionInterval. It returns nil then.
 func (s *Server) Run(ctx context.Context) error {
 	tick := time.NewTicker(s.cfg.retentionEvery)
 	defer tick.Stop()
@@ -328,6 +329,9 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		if _, err := s.validator.Prune(ctx); err != nil {
 			s.cfg.log.Error().Err(err).Str("component", "validate").Msg("pruning the authentication records failed")
+		}
+		if err := s.jwtKeys.prune(s.cfg.now()); err != nil {
+			s.cfg.log.Error().Err(err).Str("component", "jwt").Msg("dropping expired JWT keys failed")
 		}
 		select {
 		case <-ctx.Done():

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/authsrv/authsrv/audit"
@@ -47,7 +48,7 @@ var ErrInUse = errors.New("the data directory is in use by a running server: sto
 
 // Backup writes a consistent snapshot of the store, taken in one read
 // transaction while the server keeps serving, together with the enckey and
-// the JWT key, as a tar stream. Keep backups as secret as the data
+// the JWT key ring, as a tar stream. Keep backups as secret as the data
 // directory: whoever has one can read every secret in it.
 func (s *Server) Backup(ctx context.Context, w io.Writer) (Manifest, error) {
 	snap, ok := s.st.(store.Snapshotter)
@@ -68,9 +69,33 @@ func (s *Server) Backup(ctx context.Context, w io.Writer) (Manifest, error) {
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return Manifest{}, fmt.Errorf("backup: %w", err)
 	}
+	ring, err := s.jwtKeys.marshal()
+	if err != nil {
+		return Manifest{}, fmt.Errorf("backup: %w", err)
+	}
+	keys := []struct {
+		name string
+		data []byte
+	}{{EncKeyFile, s.cfg.encKey}}
+	// The jwtkey member while the ring holds that key (and it fits the
+	// file, 32 bytes): the restored directory is then as this one, and an
+	// earlier version finds the key it knows.
+	if legacy, ok := s.jwtKeys.legacyKey(); ok && len(legacy) == secret.KeySize {
+		keys = append(keys, struct {
+			name string
+			data []byte
+		}{JWTKeyFile, legacy})
+	}
+	keys = append(keys, []struct {
+		name string
+		data []byte
+	}{{JWTKeysFile, ring}, {AuditKeyFile, s.cfg.auditKey.Seed()}}...)
 	m := Manifest{
 		Format: 1, Version: Version, Node: s.cfg.nodeName, Created: s.cfg.now().UTC(),
-		DBBytes: n, Contents: []string{DBFile, EncKeyFile, JWTKeyFile, AuditKeyFile},
+		DBBytes: n, Contents: []string{DBFile},
+	}
+	for _, k := range keys {
+		m.Contents = append(m.Contents, k.name)
 	}
 	mj, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -85,10 +110,10 @@ func (s *Server) Backup(ctx context.Context, w io.Writer) (Manifest, error) {
 		_, err := io.CopyN(tw, r, size)
 		return err
 	}
-	for _, part := range []struct {
-		name string
-		data []byte
-	}{{manifestMember, mj}, {EncKeyFile, s.cfg.encKey}, {JWTKeyFile, s.jwtKey}, {AuditKeyFile, s.cfg.auditKey.Seed()}} {
+	if err := add(manifestMember, int64(len(mj)), bytes.NewReader(mj)); err != nil {
+		return Manifest{}, fmt.Errorf("backup: %w", err)
+	}
+	for _, part := range keys {
 		if err := add(part.name, int64(len(part.data)), bytes.NewReader(part.data)); err != nil {
 			return Manifest{}, fmt.Errorf("backup: %w", err)
 		}
@@ -163,6 +188,8 @@ func Restore(r io.Reader, dir string, opt RestoreOptions) (Manifest, error) {
 			limit = maxManifest
 		case EncKeyFile, JWTKeyFile, AuditKeyFile:
 			limit = maxKeyMember
+		case JWTKeysFile:
+			limit = maxJWTRingFile
 		case DBFile:
 			limit = hdr.Size
 		default:
@@ -182,10 +209,13 @@ func Restore(r io.Reader, dir string, opt RestoreOptions) (Manifest, error) {
 			return m, fmt.Errorf("restore: %w", err)
 		}
 	}
-	for _, need := range []string{manifestMember, DBFile, EncKeyFile, JWTKeyFile, AuditKeyFile} {
+	for _, need := range []string{manifestMember, DBFile, EncKeyFile, AuditKeyFile} {
 		if _, ok := staged[need]; !ok {
 			return m, fmt.Errorf("restore: the backup has no %s", need)
 		}
+	}
+	if err := checkStagedJWT(staged); err != nil {
+		return m, fmt.Errorf("restore: %w", err)
 	}
 	raw, err := os.ReadFile(staged[manifestMember])
 	if err != nil {
@@ -215,11 +245,22 @@ func Restore(r io.Reader, dir string, opt RestoreOptions) (Manifest, error) {
 		}
 	}
 	for _, name := range []string{EncKeyFile, JWTKeyFile, AuditKeyFile} {
+		if _, ok := staged[name]; !ok {
+			continue
+		}
 		if err := os.Chmod(staged[name], 0o400); err != nil {
 			return m, err
 		}
 	}
-	for _, name := range []string{EncKeyFile, JWTKeyFile, AuditKeyFile, DBFile} {
+	for _, name := range []string{EncKeyFile, JWTKeyFile, JWTKeysFile, AuditKeyFile, DBFile} {
+		if _, ok := staged[name]; !ok {
+			// A JWT key file the backup does not have would stand for
+			// the backup's keys: it goes.
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return m, fmt.Errorf("restore: %w", err)
+			}
+			continue
+		}
 		final := filepath.Join(dir, name)
 		_ = os.Chmod(final, 0o600) // a 0400 key in the way is replaced by rename anyway
 		if err := os.Rename(staged[name], final); err != nil {
@@ -228,6 +269,45 @@ func Restore(r io.Reader, dir string, opt RestoreOptions) (Manifest, error) {
 		delete(staged, name)
 	}
 	return m, syncDir(dir)
+}
+
+// checkStagedJWT checks the backup's JWT keys: a ring that parses, or a
+// jwtkey of a backup made before the ring existed; with both, the ring's
+// legacy key is the jwtkey.
+func checkStagedJWT(staged map[string]string) error {
+	ringPath, hasRing := staged[JWTKeysFile]
+	keyPath, hasKey := staged[JWTKeyFile]
+	if !hasRing && !hasKey {
+		return fmt.Errorf("the backup has no %s and no %s", JWTKeysFile, JWTKeyFile)
+	}
+	var key []byte
+	if hasKey {
+		var err error
+		if key, err = os.ReadFile(keyPath); err != nil {
+			return err
+		}
+		if len(key) != secret.KeySize {
+			return fmt.Errorf("the backup's %s is malformed", JWTKeyFile)
+		}
+	}
+	if !hasRing {
+		return nil
+	}
+	raw, err := os.ReadFile(ringPath)
+	if err != nil {
+		return err
+	}
+	keys, err := parseRing(raw)
+	if err != nil {
+		return fmt.Errorf("the backup's %s: %w", JWTKeysFile, err)
+	}
+	if hasKey {
+		i := slices.IndexFunc(keys, func(k ringKey) bool { return k.Legacy })
+		if i < 0 || !secret.Equal(keys[i].Key, key) {
+			return fmt.Errorf("the backup's %s does not belong to its %s", JWTKeyFile, JWTKeysFile)
+		}
+	}
+	return nil
 }
 
 // stage writes one member to a temporary file in dir and syncs it.

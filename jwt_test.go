@@ -2,7 +2,10 @@ package authsrv_test
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +46,16 @@ func TestJWT(t *testing.T) {
 			t.Errorf("ParseJWT = %v, subject %q", err, c.Subject)
 		}
 	}
+	if kid, _ := jwtHeader(t, tok)["kid"].(string); kid == "" {
+		t.Errorf("token without kid: %s", tok)
+	}
+	// A token from before the key ring (no kid) verifies with the key.
+	noKID := signNoKID(t, bytes.Repeat([]byte{1}, 32), exp(time.Minute))
+	for _, srv := range []*authsrv.Server{s, same} {
+		if err := srv.ParseJWT(noKID, &jwt.RegisteredClaims{}); err != nil {
+			t.Errorf("token without kid: %v", err)
+		}
+	}
 	expired, _ := s.IssueJWT(exp(-time.Second))
 	noExpiry, _ := s.IssueJWT(jwt.RegisteredClaims{Subject: "alice"})
 	none, err := jwt.NewWithClaims(jwt.SigningMethodNone, exp(time.Minute)).SignedString(jwt.UnsafeAllowNoneSignatureType)
@@ -59,7 +72,8 @@ func TestJWT(t *testing.T) {
 		raw  string
 		want error
 	}{
-		{"another key", other, tok, jwt.ErrTokenSignatureInvalid},
+		{"another key's id", other, tok, authsrv.ErrJWTUnknownKey},
+		{"another key, no kid", other, noKID, jwt.ErrTokenSignatureInvalid},
 		{"expired", s, expired, jwt.ErrTokenExpired},
 		{"no expiry", s, noExpiry, jwt.ErrTokenRequiredClaimMissing},
 		{"alg none", s, none, authsrv.ErrJWTAlgorithm},
@@ -72,4 +86,30 @@ func TestJWT(t *testing.T) {
 			}
 		})
 	}
+}
+
+// jwtHeader decodes a token's header.
+func jwtHeader(t *testing.T, raw string) map[string]any {
+	t.Helper()
+	part, _, _ := strings.Cut(raw, ".")
+	b, err := base64.RawURLEncoding.DecodeString(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h map[string]any
+	if err := json.Unmarshal(b, &h); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// signNoKID signs claims with key as the versions before the key ring did
+// (HS256, no kid).
+func signNoKID(t *testing.T, key []byte, c jwt.Claims) string {
+	t.Helper()
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }

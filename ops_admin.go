@@ -2,6 +2,7 @@ package authsrv
 
 import (
 	"context"
+	"errors"
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/caller"
@@ -34,7 +35,8 @@ func (o *Ops) AddAdmin(ctx context.Context, who caller.Caller, name, password st
 }
 
 // SetAdminPassword replaces a local administrator's password (trusted
-// callers only, event admin_passwd).
+// callers only, event admin_passwd); its session tokens are refused from
+// the next request on.
 func (o *Ops) SetAdminPassword(ctx context.Context, who caller.Caller, name, password string) error {
 	return o.adminOp(ctx, who, "admin_passwd", "PUT /admins/"+name, name, func(ctx context.Context, r *opRun) error {
 		return o.s.admins.SetPassword(ctx, name, password, r.Audit)
@@ -42,9 +44,60 @@ func (o *Ops) SetAdminPassword(ctx context.Context, who caller.Caller, name, pas
 }
 
 // DeleteAdmin removes a local administrator (trusted callers only, event
-// admin_delete).
+// admin_delete); its session tokens are refused from the next request on.
 func (o *Ops) DeleteAdmin(ctx context.Context, who caller.Caller, name string) error {
 	return o.adminOp(ctx, who, "admin_delete", "DELETE /admins/"+name, name, func(ctx context.Context, r *opRun) error {
 		return o.s.admins.Delete(ctx, name, r.Audit)
 	})
+}
+
+// SetAdminDisabled disables a local administrator (its logins fail and
+// its session tokens are refused from the next request on) or enables it
+// again (trusted callers only, events admin_disable and admin_enable).
+// Tokens from before a disabling stay refused after enabling.
+func (o *Ops) SetAdminDisabled(ctx context.Context, who caller.Caller, name string, disabled bool) error {
+	event, action := "admin_enable", "POST /admins/"+name+"/enable"
+	if disabled {
+		event, action = "admin_disable", "POST /admins/"+name+"/disable"
+	}
+	return o.adminOp(ctx, who, event, action, name, func(ctx context.Context, r *opRun) error {
+		return o.s.admins.SetDisabled(ctx, name, disabled, r.Audit)
+	})
+}
+
+// JWTRotation tunes RotateJWTKey.
+type JWTRotation struct {
+	// DropOld drops every older key at once instead of letting it verify
+	// its tokens until they expire: every session and API key signed
+	// before is refused from then on (a key that leaked).
+	DropOld bool
+}
+
+// RotateJWTKey adds a new current key to the JWT key ring (trusted callers
+// only, event jwt_rotate): new tokens carry its kid, the previous key
+// verifies the tokens it signed until the last of them expires and is then
+// dropped (at once with DropOld). It returns the new key. The ring file is
+// written before the server signs with the new key; a server whose key the
+// program gave (WithJWTKey) refuses.
+func (o *Ops) RotateJWTKey(ctx context.Context, who caller.Caller, opt JWTRotation) (JWTKey, error) {
+	var out JWTKey
+	err := o.run(ctx, who, opSpec{event: "jwt_rotate", action: "POST /jwt/rotate"}, func(ctx context.Context, r *opRun) error {
+		if !who.Trusted() {
+			return errLocalOnly
+		}
+		k, err := o.s.jwtKeys.rotate(o.s.cfg.rand, o.s.cfg.now(), o.s.cfg.jwtLifetime, opt.DropOld)
+		if errors.Is(err, ErrJWTKeyGiven) {
+			return apierr.New(apierr.ConfigAdmin, ErrJWTKeyGiven.Error()).Wrap(ErrJWTKeyGiven)
+		}
+		if err != nil {
+			return err
+		}
+		out = k
+		r.Entry.Info = "JWT key rotated: new key id " + k.KID
+		if opt.DropOld {
+			r.Entry.Info += "; the older keys were dropped"
+		}
+		return nil
+	})
+	return out, err
 }

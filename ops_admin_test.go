@@ -19,6 +19,8 @@ func TestAdminOps(t *testing.T) {
 	}{
 		{"add", "POST /admins", func(who caller.Caller) error { return s.Ops().AddAdmin(ctx, who, "ops1", "s3cret-pw-1") }},
 		{"passwd", "PUT /admins/ops1", func(who caller.Caller) error { return s.Ops().SetAdminPassword(ctx, who, "ops1", "s3cret-pw-2") }},
+		{"disable", "POST /admins/ops1/disable", func(who caller.Caller) error { return s.Ops().SetAdminDisabled(ctx, who, "ops1", true) }},
+		{"enable", "POST /admins/ops1/enable", func(who caller.Caller) error { return s.Ops().SetAdminDisabled(ctx, who, "ops1", false) }},
 		{"delete", "DELETE /admins/ops1", func(who caller.Caller) error { return s.Ops().DeleteAdmin(ctx, who, "ops1") }},
 	}
 	for _, st := range steps {

@@ -30,6 +30,10 @@ type LoginRequest struct {
 type Login struct {
 	Name, Realm string
 	Role        caller.Role
+	// Stamp is a local administrator's session stamp: its session token
+	// carries it, and the token is valid only while Admins().Session
+	// accepts it (the account exists, is enabled and kept its password).
+	Stamp string
 }
 
 // Login checks a login of POST /auth (event auth) and audits it: local
@@ -50,12 +54,12 @@ func (o *Ops) Login(ctx context.Context, who caller.Caller, req LoginRequest) (L
 		if req.Username == "" {
 			return ErrMissingUsername
 		}
-		ok, err := o.s.admins.Check(ctx, req.Username, req.Password)
+		stamp, ok, err := o.s.admins.Login(ctx, req.Username, req.Password)
 		if err != nil {
 			return err
 		}
 		if ok {
-			out = Login{Name: req.Username, Role: caller.Admin}
+			out = Login{Name: req.Username, Role: caller.Admin, Stamp: stamp}
 		} else {
 			u, ok, err := o.realmUserLogin(ctx, req)
 			if err != nil {

@@ -210,7 +210,9 @@ func WithEncKey(key []byte) Option {
 }
 
 // WithJWTKey sets the HS256 key of the API's JSON web tokens (at least 32
-// bytes), instead of the data directory's jwtkey file.
+// bytes), instead of the data directory's key ring (jwtkeys, or jwtkey
+// before the first rotation). The program owns such a key: RotateJWTKey
+// refuses to rotate it.
 func WithJWTKey(key []byte) Option {
 	return func(c *config) error {
 		if len(key) < 32 {
@@ -324,7 +326,9 @@ func WithOpenTimeout(d time.Duration) Option {
 	}
 }
 
-// WithJWTLifetime sets how long an issued API token is valid.
+// WithJWTLifetime sets how long an issued API token is valid. A key
+// retired by RotateJWTKey verifies for this long after the rotation (or
+// until the last API key it signed expires, if that is later).
 func WithJWTLifetime(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Second {

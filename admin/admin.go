@@ -8,6 +8,8 @@ package admin
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,11 +44,16 @@ var (
 	ErrBusy     = apierr.New(apierr.Busy, "The server is busy, please try again later.")
 )
 
+// newStamp is a fresh session stamp (128 random bits). It is no secret: a
+// token needs the JWT key's signature besides.
+func newStamp() string { return rand.Text() }
+
 // Admin is the public view of an account: never the hash.
 type Admin struct {
 	Name            string    `json:"username"`
 	Created         time.Time `json:"created"`
 	PasswordChanged time.Time `json:"password_changed"`
+	Disabled        bool      `json:"disabled"`
 }
 
 type record struct {
@@ -55,6 +62,13 @@ type record struct {
 	Hash    string    `json:"hash"`
 	Created time.Time `json:"created"`
 	Changed time.Time `json:"changed"`
+	// Stamp names the account's current sessions: a session token carries
+	// the stamp of its login and is valid only while the account has it.
+	// A new one comes with the account, each password change and each
+	// disabling. Accounts from before stamps have none (and so do their
+	// tokens) until their first change.
+	Stamp    string `json:"stamp,omitempty"`
+	Disabled bool   `json:"disabled,omitempty"`
 }
 
 // Service manages the accounts.
@@ -134,7 +148,7 @@ func (s *Service) Add(ctx context.Context, name, password string, also ...func(s
 		}
 		if err := store.PutJSON(b, []byte(name), record{
 			Versioned: store.Versioned{Schema: schema},
-			Name:      name, Hash: h, Created: now, Changed: now,
+			Name:      name, Hash: h, Created: now, Changed: now, Stamp: newStamp(),
 		}); err != nil {
 			return err
 		}
@@ -142,7 +156,8 @@ func (s *Service) Add(ctx context.Context, name, password string, also ...func(s
 	})
 }
 
-// SetPassword replaces an administrator's password (also as in Add).
+// SetPassword replaces an administrator's password and ends its sessions
+// (also as in Add).
 func (s *Service) SetPassword(ctx context.Context, name, password string, also ...func(store.Tx) error) error {
 	if !validPassword(password) {
 		return ErrBadPass
@@ -158,7 +173,7 @@ func (s *Service) SetPassword(ctx context.Context, name, password string, also .
 		if err := store.GetJSON(b, []byte(name), &rec); err != nil {
 			return notFound(name, err)
 		}
-		rec.Hash, rec.Changed = h, now
+		rec.Hash, rec.Changed, rec.Stamp = h, now, newStamp()
 		if err := store.PutJSON(b, []byte(name), rec); err != nil {
 			return err
 		}
@@ -180,6 +195,52 @@ func (s *Service) Delete(ctx context.Context, name string, also ...func(store.Tx
 	})
 }
 
+// SetDisabled disables an administrator (its logins fail and its sessions
+// end at once) or enables it again (its sessions from before the disabling
+// stay ended). Also as in Add.
+func (s *Service) SetDisabled(ctx context.Context, name string, disabled bool, also ...func(store.Tx) error) error {
+	return s.st.Update(ctx, func(tx store.Tx) error {
+		b := tx.Bucket(bucket)
+		var rec record
+		if err := store.GetJSON(b, []byte(name), &rec); err != nil {
+			return notFound(name, err)
+		}
+		if disabled {
+			rec.Stamp = newStamp()
+		}
+		rec.Disabled = disabled
+		if err := store.PutJSON(b, []byte(name), rec); err != nil {
+			return err
+		}
+		return store.RunAlso(tx, also)
+	})
+}
+
+// Session reports whether a session token of name issued with stamp is
+// still valid: the account exists, is enabled and still has that stamp
+// (no password change or disabling since). One store read.
+func (s *Service) Session(ctx context.Context, name, stamp string) (bool, error) {
+	// Only the two fields it needs: decoding the hash as well would
+	// double the check's cost.
+	var rec struct {
+		Stamp    string `json:"stamp"`
+		Disabled bool   `json:"disabled"`
+	}
+	found := false
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		err := store.GetJSON(tx.Bucket(bucket), []byte(name), &rec)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		found = err == nil
+		return err
+	})
+	if err != nil || !found || rec.Disabled {
+		return false, err
+	}
+	return subtle.ConstantTimeCompare([]byte(rec.Stamp), []byte(stamp)) == 1, nil
+}
+
 // List returns all administrators ordered by name.
 func (s *Service) List(ctx context.Context) ([]Admin, error) {
 	var out []Admin
@@ -190,7 +251,7 @@ func (s *Service) List(ctx context.Context) ([]Admin, error) {
 			if err := json.Unmarshal(v, &rec); err != nil {
 				return fmt.Errorf("admin %s: decode: %w", k, err)
 			}
-			out = append(out, Admin{Name: rec.Name, Created: rec.Created, PasswordChanged: rec.Changed})
+			out = append(out, Admin{Name: rec.Name, Created: rec.Created, PasswordChanged: rec.Changed, Disabled: rec.Disabled})
 			return nil
 		})
 	})
@@ -218,11 +279,19 @@ func (s *Service) Count(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// Check verifies name and password. A wrong password or an unknown name is
-// a result (false, nil), not an error; an unknown name still costs one
-// hash so timing does not tell which names exist. A hash made with other
-// parameters than the configured ones is replaced after it verifies.
+// Check verifies name and password. A wrong password, an unknown name or
+// a disabled account is a result (false, nil), not an error; an unknown
+// name still costs one hash and a disabled account's password is still
+// verified, so timing does not tell which names exist. A hash made with
+// other parameters than the configured ones is replaced after it verifies.
 func (s *Service) Check(ctx context.Context, name, password string) (bool, error) {
+	_, ok, err := s.Login(ctx, name, password)
+	return ok, err
+}
+
+// Login is Check that also returns the account's session stamp for the
+// session token when the login succeeds (see Session).
+func (s *Service) Login(ctx context.Context, name, password string) (stamp string, ok bool, err error) {
 	var rec record
 	found := false
 	if ValidName(name) {
@@ -235,21 +304,24 @@ func (s *Service) Check(ctx context.Context, name, password string) (bool, error
 			return err
 		})
 		if err != nil {
-			return false, err
+			return "", false, err
 		}
 	}
 	if !found || len(password) > MaxPasswordLen {
 		s.hasher.Dummy(ctx, password)
-		return false, nil
+		return "", false, nil
 	}
 	ok, rehash, err := s.hasher.Verify(ctx, rec.Hash, password)
 	if err != nil {
-		return false, kdfError(err)
+		return "", false, kdfError(err)
 	}
-	if ok && rehash {
+	if !ok || rec.Disabled {
+		return "", false, nil
+	}
+	if rehash {
 		s.rehash(ctx, name, rec.Hash, password)
 	}
-	return ok, nil
+	return rec.Stamp, true, nil
 }
 
 // rehash stores a hash with the current parameters, unless the password

@@ -193,3 +193,112 @@ func TestCancelledContext(t *testing.T) {
 		t.Errorf("%d accounts", n)
 	}
 }
+
+// TestSessions: a session stamp from a login stays valid until the
+// account's password changes, it is disabled or deleted; a new account of
+// the same name has a new stamp; enabling does not bring old sessions
+// back; an account written before stamps existed keeps its sessions
+// (none carry a stamp) until its first change.
+func TestSessions(t *testing.T) {
+	ctx := t.Context()
+	s, st := newService(t, cheap)
+	if err := s.Add(ctx, "alice", "pw-1"); err != nil {
+		t.Fatal(err)
+	}
+	login := func(pw string) string {
+		t.Helper()
+		stamp, ok, err := s.Login(ctx, "alice", pw)
+		if err != nil || !ok || stamp == "" {
+			t.Fatalf("Login = %q, %v, %v", stamp, ok, err)
+		}
+		return stamp
+	}
+	valid := func(stamp string, want bool) {
+		t.Helper()
+		if ok, err := s.Session(ctx, "alice", stamp); err != nil || ok != want {
+			t.Errorf("Session(%q) = %v, %v; want %v", stamp, ok, err, want)
+		}
+	}
+	first := login("pw-1")
+	if again := login("pw-1"); again != first {
+		t.Error("two logins without a change have different stamps")
+	}
+	valid(first, true)
+	valid("", false)
+	valid(first+"x", false)
+	if ok, _ := s.Session(ctx, "bob", first); ok {
+		t.Error("a stamp is valid for another name")
+	}
+
+	if err := s.SetPassword(ctx, "alice", "pw-2"); err != nil {
+		t.Fatal(err)
+	}
+	valid(first, false)
+	second := login("pw-2")
+	valid(second, true)
+
+	if err := s.SetDisabled(ctx, "alice", true); err != nil {
+		t.Fatal(err)
+	}
+	valid(second, false)
+	if stamp, ok, err := s.Login(ctx, "alice", "pw-2"); ok || err != nil || stamp != "" {
+		t.Errorf("a disabled account logs in: %q %v %v", stamp, ok, err)
+	}
+	if list, _ := s.List(ctx); len(list) != 1 || !list[0].Disabled {
+		t.Errorf("List = %+v", list)
+	}
+	if err := s.SetDisabled(ctx, "alice", false); err != nil {
+		t.Fatal(err)
+	}
+	valid(second, false)
+	third := login("pw-2")
+	valid(third, true)
+	if err := s.SetDisabled(ctx, "nobody", true); !errors.Is(err, admin.ErrNotFound) {
+		t.Errorf("disable unknown: %v", err)
+	}
+
+	if err := s.Delete(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	valid(third, false)
+	if err := s.Add(ctx, "alice", "pw-2"); err != nil {
+		t.Fatal(err)
+	}
+	valid(third, false)
+
+	// A record from before stamps: tokens without a stamp stay valid.
+	if err := st.Update(ctx, func(tx store.Tx) error {
+		return tx.Bucket("admins").Put([]byte("old"), []byte(`{"schema":1,"name":"old","hash":"`+rawHash(t, st)+`"}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Session(ctx, "old", ""); err != nil || !ok {
+		t.Errorf("pre-stamp account's session: %v %v", ok, err)
+	}
+	if err := s.SetPassword(ctx, "old", "pw-3"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := s.Session(ctx, "old", ""); ok {
+		t.Error("a pre-stamp session survived a password change")
+	}
+}
+
+// BenchmarkSession is the per-request cost of checking a local
+// administrator's session (one store read).
+func BenchmarkSession(b *testing.B) {
+	h, err := secret.NewHasher(secret.HasherConfig{Params: cheap})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := admin.New(storetest.Open(b), h, time.Now)
+	if err := s.Add(b.Context(), "alice", "pw"); err != nil {
+		b.Fatal(err)
+	}
+	stamp, _, _ := s.Login(b.Context(), "alice", "pw")
+	b.ReportAllocs()
+	for b.Loop() {
+		if ok, err := s.Session(b.Context(), "alice", stamp); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+}

@@ -46,10 +46,7 @@ func TestAPIKeyRequired(t *testing.T) {
 	wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "pass", "pin"+rfcHOTP[0]), true, "matching 1 tokens")
 
 	setPolicy(t, e, tok, "apikey", "authorization", "api_key_required")
-	other, err := server.IssueToken(e.s, "admin", "", "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := e.login(t)
 	forged := sign(t, jwt.SigningMethodHS256, otherKey, jwt.MapClaims{"role": "validate", "exp": e.clk.now().Add(time.Hour).Unix()})
 	noExp := sign(t, jwt.SigningMethodHS256, testKey, jwt.MapClaims{"role": "validate"})
 	refused := []struct {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -32,6 +33,9 @@ const maxTokenLen = 8 << 10
 var (
 	errMissingHeader = apierr.New(apierr.AuthMissingHeader, "Authentication failure. Missing Authorization header.")
 	errWrongRole     = apierr.New(apierr.AuthMissingRight, "Authentication failure. You do not have the necessary role (['admin']) to access this resource!")
+	// errSessionEnded: a local administrator's token from before its
+	// account was deleted, disabled or given a new password.
+	errSessionEnded = decodingError("The administrator's session has ended (account deleted, disabled or password changed): log in again")
 )
 
 func decodingError(reason string) error {
@@ -45,6 +49,8 @@ type identity struct {
 	Role     string
 	AuthType string
 	Rights   []string
+	// Stamp is a local administrator's session stamp (authsrv.Login).
+	Stamp string
 }
 
 // claims are the JWT's claims, named as privacyIDEA names them.
@@ -55,6 +61,9 @@ type claims struct {
 	Role     string   `json:"role"`
 	AuthType string   `json:"authtype"`
 	Rights   []string `json:"rights"`
+	// Stamp is a local administrator's session stamp, checked on every
+	// request (authsrv's own claim; privacyIDEA's clients ignore it).
+	Stamp string `json:"stamp,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -67,7 +76,7 @@ func (a *api) issueToken(who identity) (string, time.Time, error) {
 	exp := a.s.Now().Add(a.s.JWTLifetime())
 	c := claims{
 		Username: who.Username, Realm: who.Realm, Nonce: hex.EncodeToString(nonce[:]),
-		Role: who.Role, AuthType: who.AuthType, Rights: who.Rights,
+		Role: who.Role, AuthType: who.AuthType, Rights: who.Rights, Stamp: who.Stamp,
 		RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(exp)},
 	}
 	tok, err := a.s.IssueJWT(c)
@@ -90,7 +99,10 @@ func bearer(r *http.Request) string {
 
 // authenticate verifies the request's JWT and returns the admin or user
 // it names. A token of another role (the validate role of API keys) gives
-// no access to admin or user endpoints.
+// no access to admin or user endpoints. A local administrator's token is
+// valid only while its account exists, is enabled and has the token's
+// session stamp (one store read); the users of realms are not checked
+// against their user stores here.
 func (a *api) authenticate(r *http.Request) (*identity, error) {
 	c, err := a.verifyJWT(bearer(r))
 	if err != nil {
@@ -102,10 +114,30 @@ func (a *api) authenticate(r *http.Request) (*identity, error) {
 	if c.Username == "" || (c.Role != roleAdmin && c.Role != roleUser) {
 		return nil, decodingError("Invalid token")
 	}
-	return &identity{Username: c.Username, Realm: c.Realm, Role: c.Role, AuthType: c.AuthType, Rights: c.Rights}, nil
+	if err := a.checkSession(r.Context(), c); err != nil {
+		return nil, err
+	}
+	return &identity{Username: c.Username, Realm: c.Realm, Role: c.Role, AuthType: c.AuthType, Rights: c.Rights, Stamp: c.Stamp}, nil
 }
 
-// verifyJWT checks a raw token: HS256 with our key only, an expiry
+// checkSession refuses a local administrator's token whose session ended
+// (errSessionEnded); other tokens pass.
+func (a *api) checkSession(ctx context.Context, c *claims) error {
+	if c.Role != roleAdmin || c.Realm != "" {
+		return nil
+	}
+	ok, err := a.s.Admins().Session(ctx, c.Username, c.Stamp)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errSessionEnded
+	}
+	return nil
+}
+
+// verifyJWT checks a raw token: HS256 with the ring's key that its kid
+// names only, an expiry
 // required and checked against the server's clock. It does not look at
 // the role.
 func (a *api) verifyJWT(raw string) (*claims, error) {
@@ -125,6 +157,8 @@ func (a *api) verifyJWT(raw string) (*claims, error) {
 		return nil, apierr.New(apierr.AuthExpired, "Authentication failure. Your token has expired: Signature has expired")
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
 		return nil, decodingError("Signature verification failed")
+	case errors.Is(err, authsrv.ErrJWTUnknownKey):
+		return nil, decodingError("The token's key id is unknown")
 	case errors.Is(err, authsrv.ErrJWTAlgorithm), errors.Is(err, jwt.ErrTokenUnverifiable):
 		return nil, decodingError("The specified alg value is not allowed")
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
@@ -208,7 +242,7 @@ func postAuth(c *call) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	id := identity{Username: login.Name, Realm: login.Realm, Role: roleUser, AuthType: "password"}
+	id := identity{Username: login.Name, Realm: login.Realm, Role: roleUser, AuthType: "password", Stamp: login.Stamp}
 	if login.Role == caller.Admin {
 		id.Role = roleAdmin
 		if id.Rights, err = c.rightsOf(id); err != nil {

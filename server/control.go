@@ -22,7 +22,7 @@ import (
 )
 
 // The control socket lets the authsrv command manage a running server's
-// data directory (backups, local administrators) while the server holds the
+// data directory (backups, local administrators, JWT key rotation) while the server holds the
 // store's lock. It listens on a Unix socket inside the data directory,
 // reachable only by the data directory's owner, and is never exposed on a
 // network.
@@ -94,6 +94,24 @@ func Control(s *authsrv.Server) http.Handler {
 	r.DELETE("/admins/:name", ctl(func(c *call) (answer, error) {
 		name, _ := c.p.str("name")
 		return answer{value: true}, s.Ops().DeleteAdmin(c.ctx, controlCaller, name)
+	}))
+	for _, path := range []string{"/admins/:name/disable", "/admins/:name/enable"} {
+		disable := path == "/admins/:name/disable"
+		r.POST(path, ctl(func(c *call) (answer, error) {
+			name, _ := c.p.str("name")
+			return answer{value: true}, s.Ops().SetAdminDisabled(c.ctx, controlCaller, name, disable)
+		}))
+	}
+	r.POST("/jwt/rotate", ctl(func(c *call) (answer, error) {
+		drop, err := c.p.boolean("drop_old")
+		if err != nil {
+			return answer{}, err
+		}
+		k, err := s.Ops().RotateJWTKey(c.ctx, controlCaller, authsrv.JWTRotation{DropOld: drop})
+		return answer{value: k}, err
+	}))
+	r.GET("/jwt/keys", ctl(func(c *call) (answer, error) {
+		return answer{value: s.JWTKeys()}, nil
 	}))
 	r.POST("/apikey", ctl(func(c *call) (answer, error) {
 		days, err := c.p.integer("validity_days", DefaultAPIKeyDays)
@@ -203,6 +221,7 @@ type AdminInfo struct {
 	Username        string    `json:"username"`
 	Created         time.Time `json:"created"`
 	PasswordChanged time.Time `json:"password_changed"`
+	Disabled        bool      `json:"disabled"`
 }
 
 // AddAdmin creates an administrator.
@@ -218,6 +237,28 @@ func (cc *ControlClient) SetAdminPassword(ctx context.Context, name, password st
 // DeleteAdmin removes an administrator.
 func (cc *ControlClient) DeleteAdmin(ctx context.Context, name string) error {
 	return cc.do(ctx, http.MethodDelete, "/admins/"+url.PathEscape(name), nil, nil)
+}
+
+// SetAdminDisabled disables or enables an administrator.
+func (cc *ControlClient) SetAdminDisabled(ctx context.Context, name string, disabled bool) error {
+	op := "/enable"
+	if disabled {
+		op = "/disable"
+	}
+	return cc.do(ctx, http.MethodPost, "/admins/"+url.PathEscape(name)+op, nil, nil)
+}
+
+// RotateJWTKey has the running server add a new current JWT key; it signs
+// with it from then on.
+func (cc *ControlClient) RotateJWTKey(ctx context.Context, opt authsrv.JWTRotation) (authsrv.JWTKey, error) {
+	var k authsrv.JWTKey
+	return k, cc.do(ctx, http.MethodPost, "/jwt/rotate", map[string]bool{"drop_old": opt.DropOld}, &k)
+}
+
+// JWTKeys describes the running server's JWT key ring.
+func (cc *ControlClient) JWTKeys(ctx context.Context) ([]authsrv.JWTKey, error) {
+	var out []authsrv.JWTKey
+	return out, cc.do(ctx, http.MethodGet, "/jwt/keys", nil, &out)
 }
 
 func (cc *ControlClient) do(ctx context.Context, method, path string, body any, out any) error {

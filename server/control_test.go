@@ -83,6 +83,33 @@ func TestControlSocket(t *testing.T) {
 		t.Error("the backup taken over the socket lost the admin")
 	}
 
+	if err := cc.SetAdminDisabled(ctx, "ops", true); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := cc.Admins(ctx); len(list) != 1 || !list[0].Disabled {
+		t.Errorf("after disable: %+v", list)
+	}
+	if ok, _ := s.Admins().Check(ctx, "ops", "second"); ok {
+		t.Error("a disabled administrator logs in")
+	}
+	if err := cc.SetAdminDisabled(ctx, "ops", false); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := s.Admins().Check(ctx, "ops", "second"); !ok {
+		t.Error("an enabled administrator cannot log in")
+	}
+	if err := cc.SetAdminDisabled(ctx, "nobody", true); err == nil || !strings.HasPrefix(err.Error(), "ERR601: ") {
+		t.Errorf("disable an unknown admin: %v", err)
+	}
+	before := s.JWTKeys()
+	k, err := cc.RotateJWTKey(ctx, authsrv.JWTRotation{})
+	if err != nil || !k.Current || k.KID == before[0].KID {
+		t.Fatalf("RotateJWTKey = %+v, %v (before %+v)", k, err, before)
+	}
+	if ring, err := cc.JWTKeys(ctx); err != nil || len(ring) != 2 || ring[1].KID != k.KID || s.JWTKeys()[1].KID != k.KID {
+		t.Errorf("JWTKeys = %+v, %v", ring, err)
+	}
+
 	if err := cc.DeleteAdmin(ctx, "ops"); err != nil {
 		t.Fatal(err)
 	}

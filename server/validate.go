@@ -30,7 +30,7 @@ func (c *call) validateCaller() caller.Caller {
 	id := c.who
 	if id == nil {
 		if raw := bearer(c.r); raw != "" {
-			if cl, err := c.a.verifyJWT(raw); err == nil {
+			if cl, err := c.a.verifyJWT(raw); err == nil && c.a.checkSession(c.ctx, cl) == nil {
 				id = &identity{Username: cl.Username, Realm: cl.Realm, Role: cl.Role}
 			}
 		}

@@ -65,11 +65,8 @@ func newValidateBenchEnv(b *testing.B) (http.Handler, [][]byte) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tok, err := server.IssueToken(s, "admin", "", "admin")
-	if err != nil {
-		b.Fatal(err)
-	}
 	h := server.New(s)
+	tok := benchAdminToken(b, s, h)
 	do := func(method, path string, v url.Values) {
 		req := httptest.NewRequest(method, path, strings.NewReader(v.Encode()))
 		req.Header.Set("Content-Type", formType)

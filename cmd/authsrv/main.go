@@ -49,6 +49,10 @@ commands:
   admin list                  list the local administrators
   admin delete NAME           delete a local administrator
   admin passwd NAME           set a local administrator's password
+  admin disable|enable NAME   disable (its tokens stop working at once) or enable an administrator
+  jwt rotate [-drop-old]      add a new JWT signing key (the old one verifies its tokens until they
+                              expire; -drop-old: at once no more)
+  jwt list                    list the JWT keys
   api createtoken [-validity DAYS]  print an API key (a JWT of role validate) for
                               the api_key_required policy (default: 365 days)
   backup [-out FILE]          write a consistent backup (works while the server runs)
@@ -84,6 +88,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = e.admin(args)
 	case "api":
 		err = e.apiCmd(args)
+	case "jwt":
+		err = e.jwtCmd(args)
 	case "backup":
 		err = e.backup(args)
 	case "restore":
@@ -444,6 +450,7 @@ type adminOps interface {
 	add(ctx context.Context, name, pw string) error
 	passwd(ctx context.Context, name, pw string) error
 	del(ctx context.Context, name string) error
+	setDisabled(ctx context.Context, name string, disabled bool) error
 }
 
 type directOps struct{ s *authsrv.Server }
@@ -452,7 +459,7 @@ func (d directOps) list(ctx context.Context) ([]server.AdminInfo, error) {
 	l, err := d.s.Admins().List(ctx)
 	out := make([]server.AdminInfo, len(l))
 	for i, a := range l {
-		out[i] = server.AdminInfo{Username: a.Name, Created: a.Created, PasswordChanged: a.PasswordChanged}
+		out[i] = server.AdminInfo{Username: a.Name, Created: a.Created, PasswordChanged: a.PasswordChanged, Disabled: a.Disabled}
 	}
 	return out, err
 }
@@ -464,6 +471,9 @@ func (d directOps) passwd(ctx context.Context, n, p string) error {
 }
 func (d directOps) del(ctx context.Context, n string) error {
 	return d.s.Ops().DeleteAdmin(ctx, cliCaller, n)
+}
+func (d directOps) setDisabled(ctx context.Context, n string, off bool) error {
+	return d.s.Ops().SetAdminDisabled(ctx, cliCaller, n, off)
 }
 
 // cliCaller is the command's own caller: the operator on this machine, a
@@ -478,6 +488,9 @@ func (r remoteOps) passwd(ctx context.Context, n, p string) error {
 	return r.cc.SetAdminPassword(ctx, n, p)
 }
 func (r remoteOps) del(ctx context.Context, n string) error { return r.cc.DeleteAdmin(ctx, n) }
+func (r remoteOps) setDisabled(ctx context.Context, n string, off bool) error {
+	return r.cc.SetAdminDisabled(ctx, n, off)
+}
 
 // open opens the data directory directly, or, when a running server holds
 // it, connects to that server's control socket. Exactly one of the results
@@ -516,7 +529,7 @@ func (e *env) admin(args []string) error {
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
-	want := map[string]int{"add": 1, "list": 0, "delete": 1, "passwd": 1}
+	want := map[string]int{"add": 1, "list": 0, "delete": 1, "passwd": 1, "disable": 1, "enable": 1}
 	n, ok := want[sub]
 	if !ok || fs.NArg() != n {
 		fmt.Fprint(e.stderr, usage)
@@ -538,12 +551,18 @@ func (e *env) admin(args []string) error {
 			return err
 		}
 		for _, a := range list {
-			fmt.Fprintf(e.stdout, "%s\tcreated %s\tpassword changed %s\n", a.Username,
-				a.Created.Format(time.RFC3339), a.PasswordChanged.Format(time.RFC3339))
+			disabled := ""
+			if a.Disabled {
+				disabled = "\tdisabled"
+			}
+			fmt.Fprintf(e.stdout, "%s\tcreated %s\tpassword changed %s%s\n", a.Username,
+				a.Created.Format(time.RFC3339), a.PasswordChanged.Format(time.RFC3339), disabled)
 		}
 		return nil
 	case "delete":
 		return ops.del(e.ctx, fs.Arg(0))
+	case "disable", "enable":
+		return ops.setDisabled(e.ctx, fs.Arg(0), sub == "disable")
 	}
 	pw, err := e.readPassword(fs.Arg(0))
 	if err != nil {
@@ -585,8 +604,10 @@ func (e *env) apiCmd(args []string) error {
 	}
 	// A key signed with a JWT key that a fresh data directory would make
 	// up now opens nothing: refuse instead of creating one.
-	if _, err := os.Stat(filepath.Join(c.dataDir, authsrv.JWTKeyFile)); err != nil {
-		return fmt.Errorf("no JWT key in %s (start the server once to create it): %w", c.dataDir, err)
+	if _, err := os.Stat(filepath.Join(c.dataDir, authsrv.JWTKeysFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(c.dataDir, authsrv.JWTKeyFile)); err != nil {
+			return fmt.Errorf("no JWT key in %s (start the server once to create it): %w", c.dataDir, err)
+		}
 	}
 	s, cc, err := e.open(&c)
 	if err != nil {
