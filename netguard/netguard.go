@@ -12,12 +12,14 @@
 // socket is about to connect to, after name resolution: a host name that
 // resolves to 127.0.0.1, a DNS answer that changes between a check and the
 // connection, an odd spelling of an address and each hop of an HTTP
-// redirect are all judged by the address actually dialed. Only TCP and UDP
-// over IP are dialed; other networks (Unix sockets) are refused.
+// redirect are all judged by the address actually dialed. Unix sockets (a
+// PostgreSQL or MySQL socket path) are refused too unless allowed; other
+// networks always are.
 //
 // The nil *Policy is the safe default: no range is allowed beyond public
-// addresses. An operator widens it with CIDR prefixes (the binary's
-// -allow-dial flag), parsed by [Parse].
+// addresses. An operator widens it with CIDR prefixes, and the word
+// "unix" for Unix sockets (the binary's -allow-dial flag), parsed by
+// [Parse].
 //
 // With an HTTP proxy the dialer sees the proxy's address, not the final
 // target's; the proxy then decides where requests may go.
@@ -52,14 +54,17 @@ type RefusedError struct {
 	// Address is the address the socket was about to connect to.
 	Address string
 	// Rule names the refused range ("loopback", "link-local", "private",
-	// "shared", "unspecified", "multicast", "broadcast") or "not an IP
-	// network".
+	// "shared", "unspecified", "multicast", "broadcast"), "unix socket",
+	// or "not an IP network".
 	Rule string
 }
 
 func (e *RefusedError) Error() string {
-	if e.Rule == ruleNotIP {
-		return fmt.Sprintf("connection to %s refused: the server dials only TCP and UDP over IP (%s network)", e.Address, e.Network)
+	switch e.Rule {
+	case ruleNotIP:
+		return fmt.Sprintf("connection to %s refused: the server dials only TCP and UDP over IP and Unix sockets (%s network)", e.Address, e.Network)
+	case ruleUnix:
+		return fmt.Sprintf("connection to %s refused: the server does not dial Unix sockets (%s); %s unix", e.Address, e.Rule, AllowHint)
 	}
 	return fmt.Sprintf("connection to %s refused: the address is in a range the server does not dial (%s); %s", e.Address, e.Rule, AllowHint)
 }
@@ -67,7 +72,13 @@ func (e *RefusedError) Error() string {
 // Is makes errors.Is(err, ErrRefused) true.
 func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 
-const ruleNotIP = "not an IP network"
+const (
+	ruleNotIP = "not an IP network"
+	ruleUnix  = "unix socket"
+)
+
+// Unix is the allow value that lets Unix sockets be dialed.
+const Unix = "unix"
 
 // rangeRule is one refused range and its name.
 type rangeRule struct {
@@ -106,6 +117,7 @@ var refused = func() []rangeRule {
 // nil *Policy allows no refused range.
 type Policy struct {
 	allow []netip.Prefix
+	unix  bool
 }
 
 // New returns a policy that allows the given prefixes on top of the
@@ -153,14 +165,19 @@ func shortReason(err error) string {
 	return msg
 }
 
-// Parse returns a policy allowing the given ranges (see ParsePrefix).
-// Every bad value is reported, together.
+// Parse returns a policy allowing the given ranges (see ParsePrefix), and
+// Unix sockets for the value "unix". Every bad value is reported,
+// together.
 func Parse(cidrs ...string) (*Policy, error) {
 	var (
 		p    Policy
 		errs []error
 	)
 	for _, c := range cidrs {
+		if strings.EqualFold(strings.TrimSpace(c), Unix) {
+			p.unix = true
+			continue
+		}
 		pr, err := ParsePrefix(c)
 		if err != nil {
 			errs = append(errs, err)
@@ -184,6 +201,9 @@ func MustParse(cidrs ...string) *Policy {
 	return p
 }
 
+// AllowsUnix reports whether Unix sockets may be dialed.
+func (p *Policy) AllowsUnix() bool { return p != nil && p.unix }
+
 // Allowed returns the allowed prefixes.
 func (p *Policy) Allowed() []netip.Prefix {
 	if p == nil {
@@ -194,12 +214,15 @@ func (p *Policy) Allowed() []netip.Prefix {
 
 // String lists the allowed prefixes.
 func (p *Policy) String() string {
-	if p == nil || len(p.allow) == 0 {
+	if p == nil || (len(p.allow) == 0 && !p.unix) {
 		return "netguard.Policy{allow: none}"
 	}
-	parts := make([]string, len(p.allow))
-	for i, a := range p.allow {
-		parts[i] = a.String()
+	var parts []string
+	for _, a := range p.allow {
+		parts = append(parts, a.String())
+	}
+	if p.unix {
+		parts = append(parts, Unix)
 	}
 	return "netguard.Policy{allow: " + strings.Join(parts, ", ") + "}"
 }
@@ -240,6 +263,11 @@ func (p *Policy) Rule(a netip.Addr) string {
 func (p *Policy) CheckAddress(network, address string) error {
 	switch network {
 	case "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6":
+	case "unix", "unixgram", "unixpacket":
+		if p.AllowsUnix() {
+			return nil
+		}
+		return &RefusedError{Network: network, Address: address, Rule: ruleUnix}
 	default:
 		return &RefusedError{Network: network, Address: address, Rule: ruleNotIP}
 	}

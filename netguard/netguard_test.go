@@ -87,8 +87,18 @@ func TestCheckAddress(t *testing.T) {
 	if err := p.CheckAddress("udp4", "192.0.2.1:1812"); err != nil {
 		t.Errorf("public address: %v", err)
 	}
-	if err := p.CheckAddress("unix", "/run/docker.sock"); !errors.Is(err, netguard.ErrRefused) {
+	err = p.CheckAddress("unix", "/run/docker.sock")
+	if want := "connection to /run/docker.sock refused: the server does not dial Unix sockets (unix socket); allow it with -allow-dial unix"; err == nil || err.Error() != want {
 		t.Errorf("unix socket: %v", err)
+	}
+	if err := netguard.MustParse("unix").CheckAddress("unix", "/run/postgresql/.s.PGSQL.5432"); err != nil {
+		t.Errorf("allowed unix socket: %v", err)
+	}
+	if err := netguard.MustParse("unix").CheckAddress("tcp4", "127.0.0.1:5432"); err == nil {
+		t.Error("allowing unix allowed loopback")
+	}
+	if err := netguard.MustParse("0.0.0.0/0", "::/0").CheckAddress("ip4:icmp", "192.0.2.1"); !errors.Is(err, netguard.ErrRefused) {
+		t.Errorf("raw IP network: %v", err)
 	}
 }
 
