@@ -22,7 +22,11 @@
 // [Parse].
 //
 // With an HTTP proxy the dialer sees the proxy's address, not the final
-// target's; the proxy then decides where requests may go.
+// target's. [Policy.Proxy] then checks the target before the request goes
+// to the proxy: an address in any spelling (127.1, 0x7f000001) is judged
+// as is, a name by what it resolves to here. That check cannot close the
+// rebinding gap (the proxy resolves the name again), and a name that does
+// not resolve here is left to the proxy.
 //
 // The package sits on floor 1 and imports only the standard library.
 package netguard
@@ -34,7 +38,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -313,10 +319,11 @@ func (p *Policy) DialContext(ctx context.Context, network, address string) (net.
 }
 
 // Transport returns a fresh HTTP transport (http.DefaultTransport's
-// settings, the proxy taken from the environment) whose every connection,
-// redirects' included, goes through the policy.
+// settings, the proxy taken from the environment and checked by Proxy)
+// whose every connection, redirects' included, goes through the policy.
 func (p *Policy) Transport() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = p.Proxy(http.ProxyFromEnvironment)
 	d := p.Dialer(30 * time.Second)
 	d.KeepAlive = 30 * time.Second
 	tr.DialContext = d.DialContext
@@ -342,6 +349,96 @@ func (p *Policy) HTTPClient(timeout time.Duration, maxRedirects int) *http.Clien
 			return nil
 		},
 	}
+}
+
+// Proxy wraps an http.Transport Proxy function: a request that goes
+// through a proxy is refused when its target host is refused (see
+// CheckHost). Requests without a proxy are judged by the dialer.
+func (p *Policy) Proxy(next func(*http.Request) (*url.URL, error)) func(*http.Request) (*url.URL, error) {
+	return func(r *http.Request) (*url.URL, error) {
+		u, err := next(r)
+		if err != nil || u == nil {
+			return u, err
+		}
+		if err := p.CheckHost(r.Context(), r.URL.Hostname(), r.URL.Port()); err != nil {
+			return nil, err
+		}
+		return u, nil
+	}
+}
+
+// CheckHost judges a host that a proxy will resolve and connect to: an
+// IP address in any spelling inet_aton accepts, or a name by every
+// address it resolves to here (a name that does not resolve is not
+// refused: the proxy may know it). port only labels the refusal.
+func (p *Policy) CheckHost(ctx context.Context, host, port string) error {
+	label := func(a netip.Addr) string {
+		if port == "" {
+			return a.String()
+		}
+		return net.JoinHostPort(a.String(), port)
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		a, err = parseLegacyIPv4(host)
+	}
+	if err == nil {
+		if rule := p.Rule(a); rule != "" {
+			return &RefusedError{Network: "tcp", Address: label(a), Rule: rule}
+		}
+		return nil
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil
+	}
+	for _, a := range addrs {
+		if rule := p.Rule(a); rule != "" {
+			return &RefusedError{Network: "tcp", Address: label(a), Rule: rule}
+		}
+	}
+	return nil
+}
+
+// parseLegacyIPv4 reads the IPv4 spellings of inet_aton that netip does
+// not: one to four parts, each decimal, octal (leading 0) or hexadecimal
+// (0x), the last filling the remaining bytes (127.1, 2130706433,
+// 0x7f000001, 0177.0.0.1).
+func parseLegacyIPv4(s string) (netip.Addr, error) {
+	bad := fmt.Errorf("%q is not an IPv4 address", s)
+	parts := strings.Split(s, ".")
+	if len(parts) > 4 || s == "" {
+		return netip.Addr{}, bad
+	}
+	vals := make([]uint64, len(parts))
+	for i, part := range parts {
+		base, digits := 10, part
+		switch {
+		case len(part) > 2 && (part[:2] == "0x" || part[:2] == "0X"):
+			base, digits = 16, part[2:]
+		case len(part) > 1 && part[0] == '0':
+			base, digits = 8, part[1:]
+		}
+		v, err := strconv.ParseUint(digits, base, 32)
+		if err != nil || digits == "" {
+			return netip.Addr{}, bad
+		}
+		vals[i] = v
+	}
+	var n uint64
+	for i, v := range vals[:len(vals)-1] {
+		if v > 0xff {
+			return netip.Addr{}, bad
+		}
+		n |= v << (24 - 8*i)
+	}
+	last := vals[len(vals)-1]
+	if last >= 1<<(8*(5-len(vals))) {
+		return netip.Addr{}, bad
+	}
+	n |= last
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), nil
 }
 
 // Refusal returns the refusal in err's chain, if any.

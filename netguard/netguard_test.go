@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -239,5 +240,77 @@ func TestHTTPClientNoRedirect(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusFound {
 		t.Errorf("status %d, want the 302 itself", resp.StatusCode)
+	}
+}
+
+// CheckHost judges a proxy's target: every inet_aton spelling of a
+// refused address, a name resolving to loopback; public addresses and
+// names that do not resolve pass.
+func TestCheckHost(t *testing.T) {
+	var p *netguard.Policy
+	for host, rule := range map[string]string{
+		"127.0.0.1": "loopback", "[::1]": "loopback", "127.1": "loopback", "2130706433": "loopback",
+		"0x7f000001": "loopback", "0177.0.0.1": "loopback", "0x7f.1": "loopback", "localhost": "loopback",
+		"169.254.169.254": "link-local", "0xa9fea9fe": "link-local", "10.1": "private", "[::ffff:10.0.0.1]": "private",
+		"192.0.2.1": "", "3221225985": "", "name.invalid": "",
+	} {
+		err := p.CheckHost(t.Context(), strings.Trim(host, "[]"), "80")
+		r, refused := netguard.Refusal(err)
+		switch {
+		case rule == "" && err != nil:
+			t.Errorf("%s: %v", host, err)
+		case rule != "" && (!refused || r.Rule != rule):
+			t.Errorf("%s: %v, want rule %s", host, err, rule)
+		}
+	}
+	if err := p.CheckHost(t.Context(), "0x7f000001", "8080"); err == nil || !strings.HasPrefix(err.Error(), "connection to 127.0.0.1:8080 refused") {
+		t.Errorf("label: %v", err)
+	}
+	for _, host := range []string{"256.1", "1.2.3.4.5", "0x1ffffffff", "1.0x100.1", "09", "0x"} {
+		if err := p.CheckHost(t.Context(), host, ""); err != nil {
+			t.Errorf("%s is not an address and should be left to the resolver: %v", host, err)
+		}
+	}
+}
+
+// Through a proxy, the dialer sees only the proxy: Proxy refuses a
+// refused target before the request reaches the proxy, and lets a public
+// one through to it.
+func TestProxy(t *testing.T) {
+	var seen atomic.Int32
+	var lastHost atomic.Value
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatalf("listen on 127.0.0.2: %v", err)
+	}
+	proxy := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Add(1)
+		lastHost.Store(r.Host)
+		_, _ = w.Write([]byte("via proxy"))
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = proxy.Serve(ln) }()
+	t.Cleanup(func() { _ = proxy.Close() })
+	proxyURL, _ := url.Parse("http://" + ln.Addr().String())
+
+	p := netguard.MustParse("127.0.0.2/32")
+	tr := p.Transport()
+	tr.Proxy = p.Proxy(http.ProxyURL(proxyURL))
+	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	for _, target := range []string{"http://127.0.0.1:9/", "http://0x7f000001/", "http://localhost/", "http://[::1]/", "http://169.254.169.254/"} {
+		_, err := hc.Get(target)
+		if !errors.Is(err, netguard.ErrRefused) {
+			t.Errorf("%s through the proxy: %v", target, err)
+		}
+	}
+	if n := seen.Load(); n != 0 {
+		t.Errorf("the proxy got %d refused requests", n)
+	}
+	resp, err := hc.Get("http://192.0.2.1/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if seen.Load() != 1 || lastHost.Load() != "192.0.2.1" {
+		t.Errorf("the proxy got %d requests, last for %v", seen.Load(), lastHost.Load())
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -640,4 +642,34 @@ func TestDialPolicy(t *testing.T) {
 			t.Errorf("the RADIUS server got %d requests", r.requests)
 		}
 	})
+}
+
+// Through a proxy (the gateway's PROXY option, on an allowed address) a
+// gateway URL on a refused address is refused before the request goes to
+// the proxy.
+func TestDialPolicyProxy(t *testing.T) {
+	var hits atomic.Int32
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatalf("listen on 127.0.0.2: %v", err)
+	}
+	proxy := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		_, _ = w.Write([]byte("OK"))
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = proxy.Serve(ln) }()
+	t.Cleanup(func() { _ = proxy.Close() })
+	e := newEnv(t, func(c *notify.Config) { c.Dial = netguard.MustParse("127.0.0.2/32") })
+	for i, target := range []string{"http://127.0.0.1:9/send", "http://0x7f000001/send", "http://169.254.169.254/"} {
+		name := "gw" + itoa(i)
+		_, _ = e.s.SetGateway(t.Context(), httpGateway(name, target, map[string]string{"PROXY": "http://" + ln.Addr().String()}))
+		err := e.s.SendSMS(t.Context(), name, "1", "x")
+		wantSendFailed(t, err)
+		if !errors.Is(err, netguard.ErrRefused) || !strings.Contains(err.Error(), "the gateway could not be reached: connection to ") {
+			t.Errorf("%s: %v", target, err)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the proxy got %d requests", n)
+	}
 }
