@@ -233,7 +233,10 @@ func newSink(t *testing.T, c *testCert, implicitTLS, startTLS bool, setup func(*
 	k.port = l.Addr().(*net.TCPAddr).Port
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close(); <-done })
+	// go-smtp's Close closes only the listeners Serve has registered: a
+	// Close that runs before Serve got that far would leave Serve in
+	// Accept for ever, so the listener is closed here too.
+	t.Cleanup(func() { _ = srv.Close(); _ = l.Close(); <-done })
 	return k
 }
 
