@@ -196,7 +196,7 @@ func (s *Server) open() error {
 	}
 	s.audit = lg
 	s.notify = notify.New(notify.Config{Store: s.st, Sealer: sealer, Log: c.log.With().Str("component", "notify").Logger(),
-		Now: c.now, AllowScripts: c.smsScriptDir})
+		Now: c.now, AllowScripts: c.smsScriptDir, Dial: c.dial})
 	s.nodeID = NodeID(c.nodeName)
 	if err := registerNode(context.Background(), s.st, s.nodeID, c.nodeName, c.now()); err != nil {
 		return err
@@ -206,6 +206,7 @@ func (s *Server) open() error {
 		types = DefaultResolverTypes()
 	}
 	s.resolvers = resolver.New(s.st, sealer, types, c.log, c.now)
+	s.resolvers.SetDialPolicy(c.dial)
 	s.attrs = user.NewAttributes(s.st)
 	s.realms = realm.New(realm.Config{
 		Store: s.st, Resolvers: s.resolvers, Attrs: s.attrs,

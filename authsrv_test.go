@@ -43,9 +43,9 @@ func TestNewValidatesOptions(t *testing.T) {
 		{"bad values together", []authsrv.Option{
 			authsrv.WithDataDir(""), authsrv.WithEncKey([]byte("short")), authsrv.WithJWTKey([]byte("x")),
 			authsrv.WithNodeName(" "), authsrv.WithKDFBudget(0, time.Second), authsrv.WithOpenTimeout(0),
-			authsrv.WithJWTLifetime(0), authsrv.WithClock(nil), authsrv.WithRand(nil),
+			authsrv.WithJWTLifetime(0), authsrv.WithClock(nil), authsrv.WithRand(nil), authsrv.WithDialPolicy(nil),
 		}, []string{"data directory: empty path", "enckey: want 32 bytes", "jwt key", "node name", "kdf budget",
-			"open timeout", "jwt lifetime", "clock: nil", "rand: nil"}},
+			"open timeout", "jwt lifetime", "clock: nil", "rand: nil", "dial policy: nil"}},
 		{"kdf above caps", []authsrv.Option{authsrv.WithDataDir(t.TempDir()),
 			authsrv.WithKDFParams(authsrv.KDFParams{Time: 1000, Memory: 1024, Threads: 1, KeyLen: 32, SaltLen: 16})},
 			[]string{"kdf"}},

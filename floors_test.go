@@ -46,6 +46,7 @@ var floors = map[string]float64{
 	"store/bolt":         1.25,
 	"internal/secret":    1,
 	"internal/radclient": 1,
+	"netguard":           1,
 	"otp":                1,
 	"internal/otp":       1.25, // re-exports the public otp package
 	"internal/tokenfile": 1,

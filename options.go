@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/resolver"
 	"github.com/authsrv/authsrv/store"
@@ -56,6 +57,7 @@ type config struct {
 	retentionEvery  time.Duration
 	smsScriptDir    string
 	eventHandlers   []EventHandler
+	dial            *netguard.Policy
 }
 
 func defaults() config {
@@ -73,6 +75,22 @@ func defaults() config {
 		openTimeout:    DefaultOpenTimeout,
 		jwtLifetime:    DefaultJWTLifetime,
 		retentionEvery: time.Hour,
+	}
+}
+
+// WithDialPolicy sets the policy every connection an administrator
+// configures goes through (SMTP servers, SMS gateways, RADIUS servers,
+// LDAP, SQL and SCIM user stores). Without it the server uses netguard's
+// safe default, which refuses loopback, link-local, private and the other
+// special address ranges; a program whose servers run on such addresses
+// allows them here (netguard.Parse("10.0.0.0/8"), for example).
+func WithDialPolicy(p *netguard.Policy) Option {
+	return func(c *config) error {
+		if p == nil {
+			return errors.New("dial policy: nil")
+		}
+		c.dial = p
+		return nil
 	}
 }
 

@@ -8,12 +8,14 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/authsrv/authsrv/netguard"
 )
 
 // netDialer returns the dialer of every outgoing TCP connection, with the
-// embedder's address check.
+// dial policy's address check.
 func (s *Service) netDialer(timeout time.Duration) *net.Dialer {
-	return &net.Dialer{Timeout: timeout, Control: s.control}
+	return s.dial.Dialer(timeout)
 }
 
 // deadlineConn never lets a deadline go past limit, so that a client
@@ -75,9 +77,12 @@ func isTLSFailure(err error) bool {
 }
 
 // unreachable describes why a connection could not be opened, without
-// remote text.
+// remote text: a refusal by the dial policy is told as such.
 func unreachable(err error) string {
 	var dnsErr *net.DNSError
+	if r, ok := netguard.Refusal(err); ok {
+		return "could not be reached: " + r.Error()
+	}
 	switch {
 	case isTimeout(err):
 		return "did not answer in time"

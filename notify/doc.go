@@ -4,9 +4,9 @@
 // through the HTTP, SMTP and script providers, RADIUS requests through
 // internal/radclient).
 //
-// It sits on floor 2: it imports store, apierr, internal/secret and
-// internal/radclient, and never serves HTTP (outgoing HTTP, SMTP and UDP
-// clients only). It owns the buckets "smtpservers", "smsgateways" and
+// It sits on floor 2: it imports store, apierr, internal/secret,
+// internal/radclient and netguard, and never serves HTTP (outgoing HTTP,
+// SMTP and UDP clients only). It owns the buckets "smtpservers", "smsgateways" and
 // "radiusservers"; no other package reads them.
 //
 // # Secrets
@@ -28,11 +28,13 @@
 //
 // # Outbound targets (SSRF)
 //
-// Admin-configured URLs and hosts may point anywhere, loopback included,
-// unless the embedder sets [Config.DialControl]: that hook runs on the
-// resolved address of every TCP connection this package opens (SMTP and SMS
-// HTTP; with a proxy it sees the proxy's address), so it also covers DNS
-// rebinding and each redirect hop. RADIUS goes through internal/radclient,
-// which the hook does not reach. HTTP redirects are capped at three hops and response bodies
-// read to at most 64 KiB.
+// Every connection this package opens (SMTP, SMS HTTP and its proxies,
+// RADIUS over UDP) goes through the dial policy [Config.Dial] (package
+// netguard), judged on the resolved address at connect time, so that a
+// name resolving to loopback, DNS rebinding and each redirect hop are
+// covered; with a proxy the policy sees the proxy's address. The nil
+// policy refuses loopback, link-local, private and the other special
+// ranges; the error of a refused send names the address and the rule.
+// HTTP redirects are capped at three hops and response bodies read to at
+// most 64 KiB.
 package notify

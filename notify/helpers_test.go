@@ -27,6 +27,7 @@ import (
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/notify"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/store/storetest"
@@ -58,7 +59,12 @@ func (b *syncBuffer) String() string {
 
 var testNow = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 
-// newEnv returns a service; edit adjusts its Config (scripts, roots).
+// loopback is the dial policy of the tests, whose servers listen on
+// loopback addresses.
+var loopback = netguard.MustParse("127.0.0.0/8", "::1/128")
+
+// newEnv returns a service that may dial loopback; edit adjusts its
+// Config (scripts, roots, dial policy).
 func newEnv(t *testing.T, edit ...func(*notify.Config)) *env {
 	t.Helper()
 	st := storetest.Open(t)
@@ -69,7 +75,7 @@ func newEnv(t *testing.T, edit ...func(*notify.Config)) *env {
 	buf := &syncBuffer{}
 	cfg := notify.Config{
 		Store: st, Sealer: sealer, Log: zerolog.New(buf).Level(zerolog.DebugLevel),
-		Now: func() time.Time { return testNow },
+		Now: func() time.Time { return testNow }, Dial: loopback,
 	}
 	for _, f := range edit {
 		f(&cfg)
@@ -227,7 +233,10 @@ func newSink(t *testing.T, c *testCert, implicitTLS, startTLS bool, setup func(*
 	k.port = l.Addr().(*net.TCPAddr).Port
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close(); <-done })
+	// go-smtp's Close closes only the listeners Serve has registered: a
+	// Close that runs before Serve got that far would leave Serve in
+	// Accept for ever, so the listener is closed here too.
+	t.Cleanup(func() { _ = srv.Close(); _ = l.Close(); <-done })
 	return k
 }
 

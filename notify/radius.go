@@ -12,6 +12,7 @@ import (
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/internal/radclient"
+	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/store"
 )
 
@@ -242,6 +243,7 @@ func (s *Service) RadiusAuth(ctx context.Context, id, user, password string, sta
 		NASIdentifier: nas,
 		Timeout:       time.Duration(rec.Timeout) * time.Second,
 		Retries:       retries,
+		Control:       s.dial.ControlContext,
 	})
 	if err != nil {
 		var reason string
@@ -250,6 +252,9 @@ func (s *Service) RadiusAuth(ctx context.Context, id, user, password string, sta
 			return RadiusResponse{}, paramErr("The RADIUS request cannot be sent: the user name, password or state is too long.")
 		case ctx.Err() != nil:
 			return RadiusResponse{}, fmt.Errorf("radius server %s: %w", id, ctx.Err())
+		case errors.Is(err, netguard.ErrRefused):
+			r, _ := netguard.Refusal(err)
+			reason = "it could not be reached: " + r.Error()
 		case errors.Is(err, radclient.ErrInvalidResponse):
 			reason = "it gave no valid answer (check the shared secret)"
 		case errors.Is(err, radclient.ErrTimeout):

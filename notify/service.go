@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 	"unicode"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/store"
 )
 
@@ -69,11 +69,11 @@ type Config struct {
 	// AllowScripts is the directory the script SMS provider may run
 	// programs from; "" disables the script provider.
 	AllowScripts string
-	// DialControl, when set, is called for every outgoing TCP connection
-	// (SMTP, SMS HTTP and proxies) with the resolved address, before the
-	// connection is made; an error refuses it. Root wires the SSRF guard
-	// here. Nil allows every address.
-	DialControl func(network, address string, c syscall.RawConn) error
+	// Dial judges the resolved address of every outgoing connection
+	// (SMTP, SMS HTTP and its proxies, RADIUS) before it is made. Nil is
+	// netguard's safe default: loopback, link-local, private and the other
+	// special ranges are refused.
+	Dial *netguard.Policy
 	// RootCAs verifies the certificates of SMTP servers (STARTTLS and
 	// implicit TLS) and HTTPS SMS gateways; nil means the system pool.
 	RootCAs *x509.CertPool
@@ -87,7 +87,7 @@ type Service struct {
 	log     zerolog.Logger
 	now     func() time.Time
 	scripts string
-	control func(network, address string, c syscall.RawConn) error
+	dial    *netguard.Policy
 	roots   *x509.CertPool
 }
 
@@ -99,7 +99,7 @@ func New(cfg Config) *Service {
 		log:     cfg.Log.With().Str("component", "notify").Logger(),
 		now:     cfg.Now,
 		scripts: cfg.AllowScripts,
-		control: cfg.DialControl,
+		dial:    cfg.Dial,
 		roots:   cfg.RootCAs,
 	}
 	if s.now == nil {

@@ -6,17 +6,19 @@ import (
 	"errors"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/notify"
 )
 
@@ -592,39 +594,82 @@ func TestSMSSMTP(t *testing.T) {
 	})
 }
 
-func TestDialControl(t *testing.T) {
-	var mu sync.Mutex
-	var seen []string
-	refuse := func(c *notify.Config) {
-		c.DialControl = func(network, address string, _ syscall.RawConn) error {
-			mu.Lock()
-			seen = append(seen, address)
-			mu.Unlock()
-			return errors.New("address not allowed")
-		}
-	}
-	e := newEnv(t, refuse)
+// The default dial policy (nil) refuses the loopback SMTP server, HTTP
+// gateway and RADIUS server before connecting: none of them sees a
+// connection, and the error names the address and the rule.
+func TestDialPolicy(t *testing.T) {
+	e := newEnv(t, func(c *notify.Config) { c.Dial = nil })
 	k := newSink(t, nil, false, false, nil)
 	f := newFakeGateway(t)
+	r := newFakeRadius(t, "radius-secret", false)
 	_ = e.s.SetSMTP(t.Context(), smtpDef(k, "m"))
 	_, _ = e.s.SetGateway(t.Context(), httpGateway("gw", f.srv.URL+"/send", nil))
+	_ = e.s.SetRadius(t.Context(), notify.RadiusServer{Identifier: "rad", Server: "127.0.0.1", Port: r.port(), Secret: "radius-secret", Timeout: 1, Retries: 1})
+	wantRefused := func(t *testing.T, err error) {
+		t.Helper()
+		wantCode(t, err, apierr.ConfigAdmin)
+		if err == nil || !strings.Contains(err.Error(), "connection to 127.0.0.1:") ||
+			!strings.Contains(err.Error(), "the address is in a range the server does not dial (loopback); allow it with -allow-dial") {
+			t.Errorf("err = %v", err)
+		}
+		if !errors.Is(err, netguard.ErrRefused) {
+			t.Error("not ErrRefused")
+		}
+	}
 
 	t.Run("SMTP", func(t *testing.T) {
 		err := e.s.SendMail(t.Context(), "m", notify.Mail{To: []string{"a@b.c"}, Subject: "s", Body: "b"})
 		wantSendFailed(t, err)
+		wantRefused(t, err)
 		if len(k.messages()) != 0 {
 			t.Error("mail sent")
 		}
 	})
 	t.Run("HTTP", func(t *testing.T) {
-		wantSendFailed(t, e.s.SendSMS(t.Context(), "gw", "1", "x"))
+		err := e.s.SendSMS(t.Context(), "gw", "1", "x")
+		wantSendFailed(t, err)
+		wantRefused(t, err)
 		if f.count() != 0 {
 			t.Error("request sent")
 		}
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	if len(seen) != 2 || !strings.HasPrefix(seen[0], "127.0.0.1:") {
-		t.Errorf("the hook saw %v", seen)
+	t.Run("RADIUS", func(t *testing.T) {
+		_, err := e.s.TestRadius(t.Context(), "rad", "alice", "right")
+		wantRefused(t, err)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.requests != 0 {
+			t.Errorf("the RADIUS server got %d requests", r.requests)
+		}
+	})
+}
+
+// Through a proxy (the gateway's PROXY option, on an allowed address) a
+// gateway URL on a refused address is refused before the request goes to
+// the proxy.
+func TestDialPolicyProxy(t *testing.T) {
+	var hits atomic.Int32
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatalf("listen on 127.0.0.2: %v", err)
+	}
+	proxy := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		_, _ = w.Write([]byte("OK"))
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = proxy.Serve(ln) }()
+	t.Cleanup(func() { _ = proxy.Close() })
+	e := newEnv(t, func(c *notify.Config) { c.Dial = netguard.MustParse("127.0.0.2/32") })
+	for i, target := range []string{"http://127.0.0.1:9/send", "http://0x7f000001/send", "http://169.254.169.254/"} {
+		name := "gw" + itoa(i)
+		_, _ = e.s.SetGateway(t.Context(), httpGateway(name, target, map[string]string{"PROXY": "http://" + ln.Addr().String()}))
+		err := e.s.SendSMS(t.Context(), name, "1", "x")
+		wantSendFailed(t, err)
+		if !errors.Is(err, netguard.ErrRefused) || !strings.Contains(err.Error(), "the gateway could not be reached: connection to ") {
+			t.Errorf("%s: %v", target, err)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the proxy got %d requests", n)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/authsrv/authsrv/netguard"
 )
 
 // HTTP provider limits.
@@ -133,7 +135,9 @@ func (s *Service) sendHTTP(ctx context.Context, gw string, opts map[string]strin
 	}
 	dialer := s.netDialer(timeout)
 	tr := &http.Transport{
-		Proxy: proxy,
+		// Through a proxy the dialer sees only the proxy: the target is
+		// checked before the request goes there.
+		Proxy: s.dial.Proxy(proxy),
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := dialer.DialContext(ctx, network, addr)
 			if err != nil {
@@ -189,6 +193,8 @@ func (s *Service) sendHTTP(ctx context.Context, gw string, opts map[string]strin
 		switch {
 		case errors.Is(err, errTooManyRedirects):
 			return fail("the gateway redirected too often", err)
+		case errors.Is(err, netguard.ErrRefused):
+			return fail("the gateway "+unreachable(err), err)
 		case errors.As(err, &de):
 			return fail("the gateway "+unreachable(de.err), err)
 		case ctx.Err() != nil || isTimeout(err):

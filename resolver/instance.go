@@ -220,7 +220,7 @@ func (s *Service) Instance(ctx context.Context, name string) (*Instance, error) 
 	if err != nil {
 		return nil, err
 	}
-	r, err := t.New(ctx, cfg, Env{Log: s.log.With().Str("resolver", rec.Name).Logger(), Now: s.now})
+	r, err := t.New(ctx, cfg, Env{Log: s.log.With().Str("resolver", rec.Name).Logger(), Now: s.now, Dial: s.dial})
 	if err != nil {
 		return nil, fmt.Errorf("resolver %s: %w", rec.Name, err)
 	}

@@ -5,7 +5,7 @@
 // cache. Types live in subpackages (resolver/passwd, ldap, sql, scim) and
 // run the conformance kit in resolver/resolvertest.
 //
-// Package resolver sits on floor 2: it imports store, apierr and
+// Package resolver sits on floor 2: it imports store, apierr, netguard and
 // internal/secret; its types may add outgoing clients (LDAP, SQL, HTTP) but
 // never serve HTTP.
 package resolver
@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/netguard"
 )
 
 // Info is what a user store knows about one user. Values are strings, or
@@ -186,6 +187,10 @@ type Param struct {
 type Env struct {
 	Log zerolog.Logger
 	Now func() time.Time
+	// Dial is the policy every connection of the store goes through
+	// (package netguard); nil is its safe default, which refuses
+	// loopback, link-local and private addresses.
+	Dial *netguard.Policy
 }
 
 // Type is a kind of user store.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/store"
 )
 
@@ -86,6 +87,7 @@ type Service struct {
 	log    zerolog.Logger
 	now    func() time.Time
 	usage  UsageCheck
+	dial   *netguard.Policy
 
 	mu        sync.Mutex
 	instances map[string]*Instance
@@ -105,6 +107,10 @@ func New(st store.Store, sealer Sealer, types Registry, log zerolog.Logger, now 
 		instances: map[string]*Instance{},
 	}
 }
+
+// SetDialPolicy sets the dial policy handed to every store (Env.Dial);
+// call it before the first use.
+func (s *Service) SetDialPolicy(p *netguard.Policy) { s.dial = p }
 
 // SetUsageCheck installs the check that refuses deleting a resolver a realm
 // still contains.
@@ -468,7 +474,7 @@ func (s *Service) Test(ctx context.Context, params map[string]string, stored str
 			return false, err.Error(), nil
 		}
 	}
-	r, err := t.New(ctx, cfg, Env{Log: s.log, Now: s.now})
+	r, err := t.New(ctx, cfg, Env{Log: s.log, Now: s.now, Dial: s.dial})
 	if err != nil {
 		return false, "The resolver could not be set up.", nil
 	}

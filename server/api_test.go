@@ -21,6 +21,7 @@ import (
 
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/resolver/builtin"
 	"github.com/authsrv/authsrv/server"
 	"github.com/authsrv/authsrv/store/storetest"
@@ -74,6 +75,11 @@ func newEnv(t *testing.T, routes ...server.TestRoute) *env {
 	return newEnvWith(t, nil, routes...)
 }
 
+// loopbackDial is the dial policy of the tests, whose SMTP, SMS, RADIUS
+// and directory servers listen on loopback addresses; a test of the
+// default policy passes its own WithDialPolicy, which comes later and wins.
+var loopbackDial = netguard.MustParse("127.0.0.0/8", "::1/128")
+
 func newEnvWith(t testing.TB, opts []authsrv.Option, routes ...server.TestRoute) *env {
 	t.Helper()
 	clk := &clock{t: testStart}
@@ -84,6 +90,7 @@ func newEnvWith(t testing.TB, opts []authsrv.Option, routes ...server.TestRoute)
 		authsrv.WithKDFParams(cheapKDF),
 		authsrv.WithClock(clk.now),
 		authsrv.WithLogger(zerolog.New(logs).Level(zerolog.DebugLevel)),
+		authsrv.WithDialPolicy(loopbackDial),
 	}, opts...)...)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/notify"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/store/storetest"
@@ -48,7 +49,8 @@ func newEnv(t testing.TB, mod ...func(*token.Config)) *env {
 		t.Fatal(err)
 	}
 	c := &clock{t: time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)}
-	n := notify.New(notify.Config{Store: st, Sealer: sealer, Now: c.Now})
+	// The tests' SMTP, SMS and RADIUS servers listen on loopback.
+	n := notify.New(notify.Config{Store: st, Sealer: sealer, Now: c.Now, Dial: netguard.MustParse("127.0.0.0/8", "::1/128")})
 	cfg := token.Config{Store: st, Sealer: sealer, Hasher: h, Notify: n, Now: c.Now}
 	for _, m := range mod {
 		m(&cfg)

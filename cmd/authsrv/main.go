@@ -135,6 +135,7 @@ type common struct {
 	openTimeout time.Duration
 	smsScripts  string
 	fileRoots   rootList // serve's -file-root; empty: the defaults
+	allowDial   dialList // serve's -allow-dial; empty: public addresses only
 }
 
 // DefaultFileRoot is the system directory a passwd file may lie in when no
@@ -289,8 +290,13 @@ func (c *common) options(log zerolog.Logger) ([]authsrv.Option, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", c.dataDir, err)
 	}
+	dial, err := c.dialPolicy()
+	if err != nil {
+		return nil, err
+	}
 	opts := []authsrv.Option{
 		authsrv.WithDataDir(c.dataDir),
+		authsrv.WithDialPolicy(dial),
 		authsrv.WithLogger(log),
 		authsrv.WithKDFBudget(c.kdfBudget<<20, authsrv.DefaultKDFMaxWait),
 		authsrv.WithOpenTimeout(c.openTimeout),
@@ -318,6 +324,7 @@ func (e *env) serve(args []string) error {
 	autoResync := fs.Bool("auto-resync", false, "AutoResync: an HOTP, paper or TOTP token out of its window resynchronises when two consecutive values arrive within -auto-resync-timeout")
 	autoResyncTimeout := fs.Duration("auto-resync-timeout", 300*time.Second, "how long after the first value of an AutoResync the second may come")
 	fs.Var(&c.fileRoots, "file-root", "directory a passwd resolver's file may lie in (repeatable; in AUTHSRV_FILE_ROOT separate several with ':'); default: "+DefaultFileRoot+" and the data directory's files subfolder. The data directory's own files are never readable")
+	fs.Var(&c.allowDial, "allow-dial", allowDialUsage)
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, "the Go collector's GOGC: how far the heap grows past the live data before a collection (-1: off); GOGC in the environment wins over this default")
 	if err := e.parse(fs, args); err != nil {
 		return err

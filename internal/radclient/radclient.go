@@ -98,6 +98,10 @@ type Request struct {
 	// went unanswered: zero means 3 (privacyIDEA's default), a negative
 	// value means no resending.
 	Retries int
+	// Control, when set, judges the server's resolved address before the
+	// socket connects (a net.Dialer ControlContext hook: the dial policy);
+	// an error refuses the exchange and is in the returned error's chain.
+	Control func(ctx context.Context, network, address string, c syscall.RawConn) error
 }
 
 // String describes the request without its secret and password, so that
@@ -159,7 +163,7 @@ func Exchange(ctx context.Context, req Request) (Response, error) {
 	if err := ctx.Err(); err != nil {
 		return Response{}, fmt.Errorf("radius %s: %w", req.Addr, err)
 	}
-	var d net.Dialer
+	d := net.Dialer{ControlContext: req.Control}
 	conn, err := d.DialContext(ctx, "udp", req.Addr)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {

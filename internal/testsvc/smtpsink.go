@@ -43,7 +43,10 @@ func NewSMTPSink(tb testing.TB) *SMTPSink {
 	k.Addr, k.Port = l.Addr().String(), l.Addr().(*net.TCPAddr).Port
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(l) }()
-	tb.Cleanup(func() { _ = srv.Close(); <-done })
+	// go-smtp's Close closes only the listeners Serve has registered: a
+	// Close before Serve got that far would leave Serve in Accept for
+	// ever, so the listener is closed here too.
+	tb.Cleanup(func() { _ = srv.Close(); _ = l.Close(); <-done })
 	return k
 }
 

@@ -6,7 +6,9 @@
 // The package owns the mapping of privacyIDEA's ldapresolver configuration
 // (admin-config 3.2) onto go-ldap: server pool with failover, pooled
 // service connections, TLS, filters and DNs. It sits on floor 2 and
-// imports only resolver and apierr from authsrv; it never serves HTTP. The
+// imports only resolver, apierr and netguard from authsrv; it never serves
+// HTTP. Every connection goes through the dial policy of resolver.Env
+// (Env.Dial), and a refused server is named in the test's answer. The
 // per-resolver user cache (CACHE_TIMEOUT) is the service's: this package
 // only reports the configured lifetime through Type().CacheTimeout.
 //

@@ -151,7 +151,7 @@ func TestBlackHole(t *testing.T) {
 	r, err := ldapresolver.New(t.Context(), resolver.Config{
 		"LDAPURI": addr, "LDAPBASE": peopleDN, "BINDDN": svcDN, "BINDPW": svcPW,
 		"LOGINNAMEATTRIBUTE": "uid", "TIMEOUT": "0.5",
-	}, resolver.Env{})
+	}, resolver.Env{Dial: loopback})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 
 	goldap "github.com/go-ldap/ldap/v3"
 	"github.com/rs/zerolog"
+
+	"github.com/authsrv/authsrv/netguard"
 )
 
 // Pool sizes and ages. Service connections are few and long-lived; user
@@ -92,24 +94,26 @@ func resultCode(err error) int {
 // pool holds the bound service connections and the server list with each
 // server's health.
 type pool struct {
-	cfg  *config
-	tls  []*tls.Config // per server, nil for plain ones
-	log  zerolog.Logger
-	sem  chan struct{}
-	mu   sync.Mutex
-	idle []*conn
-	done bool
-	next int
-	down []time.Time // when each server last failed; zero when healthy
+	cfg   *config
+	tls   []*tls.Config // per server, nil for plain ones
+	log   zerolog.Logger
+	guard *netguard.Policy
+	sem   chan struct{}
+	mu    sync.Mutex
+	idle  []*conn
+	done  bool
+	next  int
+	down  []time.Time // when each server last failed; zero when healthy
 }
 
-func newPool(cfg *config, tc *tls.Config, log zerolog.Logger) *pool {
+func newPool(cfg *config, tc *tls.Config, log zerolog.Logger, dial *netguard.Policy) *pool {
 	p := &pool{
-		cfg:  cfg,
-		log:  log,
-		sem:  make(chan struct{}, maxOpen),
-		down: make([]time.Time, len(cfg.servers)),
-		tls:  make([]*tls.Config, len(cfg.servers)),
+		cfg:   cfg,
+		log:   log,
+		guard: dial,
+		sem:   make(chan struct{}, maxOpen),
+		down:  make([]time.Time, len(cfg.servers)),
+		tls:   make([]*tls.Config, len(cfg.servers)),
 	}
 	for i, s := range cfg.servers {
 		if tc != nil && (s.scheme == "ldaps" || cfg.startTLS) {
@@ -356,7 +360,7 @@ func (p *pool) serviceAuth(l *goldap.Conn) error {
 // configured, all before deadline.
 func (p *pool) dial(ctx context.Context, i int, deadline time.Time) (*conn, error) {
 	srv := &p.cfg.servers[i]
-	d := net.Dialer{Deadline: deadline}
+	d := net.Dialer{Deadline: deadline, ControlContext: p.guard.ControlContext}
 	raw, err := d.DialContext(ctx, "tcp", srv.addr)
 	if err != nil {
 		return nil, err

@@ -79,7 +79,7 @@ func editableConfig(s *testsvc.SlapdServer, extra ...string) resolver.Config {
 
 func open(t testing.TB, cfg resolver.Config) *ldapresolver.Store {
 	t.Helper()
-	r, err := ldapresolver.New(t.Context(), cfg, resolver.Env{Log: zerolog.Nop()})
+	r, err := ldapresolver.New(t.Context(), cfg, resolver.Env{Log: zerolog.Nop(), Dial: loopback})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	goldap "github.com/go-ldap/ldap/v3"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/resolver"
 )
 
@@ -60,7 +61,7 @@ func New(ctx context.Context, cfg resolver.Config, env resolver.Env) (*Store, er
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{cfg: c, pool: newPool(c, tc, env.Log), now: now}
+	s := &Store{cfg: c, pool: newPool(c, tc, env.Log, env.Dial), now: now}
 	seen := map[string]bool{}
 	add := func(a string) {
 		if a != "" && !seen[strings.ToLower(a)] {
@@ -445,6 +446,9 @@ func (s *Store) Test(ctx context.Context) (any, string) {
 	start := time.Now()
 	entries, err := s.search(ctx, s.deadline(ctx), s.cfg.base, s.cfg.scope, andFilter(s.cfg.searchFilter), s.uidAttrs, s.cfg.sizeLimit)
 	if err != nil {
+		if r, ok := netguard.Refusal(err); ok {
+			return false, "LDAP connection failed: " + r.Error()
+		}
 		msg := err.Error()
 		if len(msg) > 300 {
 			msg = strings.ToValidUTF8(msg[:300], "") + "…"

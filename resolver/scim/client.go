@@ -90,7 +90,9 @@ type client struct {
 }
 
 func newClient(cfg *config, env resolver.Env) *client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// Every connection, to the authorization and the resource server,
+	// goes through the dial policy.
+	tr := env.Dial.Transport()
 	tr.MaxIdleConnsPerHost = 16
 	c := &client{
 		cfg: cfg,

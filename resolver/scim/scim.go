@@ -11,8 +11,11 @@
 // slow or answers with anything but 2xx JSON gives an error wrapping
 // resolver.ErrUnavailable that never contains the remote body.
 //
-// Package scim imports resolver and apierr and makes outgoing HTTP
-// requests only; it never serves HTTP.
+// Every connection, to either server and at every hop, goes through the
+// dial policy of resolver.Env (Env.Dial); redirects are never followed.
+//
+// Package scim imports resolver, apierr and netguard and makes outgoing
+// HTTP requests only; it never serves HTTP.
 package scim
 
 import (

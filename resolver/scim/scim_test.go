@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/resolver"
 	"github.com/authsrv/authsrv/resolver/resolvertest"
 	"github.com/authsrv/authsrv/resolver/scim"
@@ -32,8 +33,16 @@ func config(s *scimServer) resolver.Config {
 	}
 }
 
+// loopback is the dial policy of the tests, whose servers listen on
+// loopback addresses.
+var loopback = netguard.MustParse("127.0.0.0/8", "::1/128")
+
+// open builds a store; without a dial policy in env it may dial loopback.
 func open(t testing.TB, cfg resolver.Config, env resolver.Env) resolver.Resolver {
 	t.Helper()
+	if env.Dial == nil {
+		env.Dial = loopback
+	}
 	typ := scim.Type()
 	if err := typ.Validate(cfg); err != nil {
 		t.Fatalf("Validate: %v", err)
@@ -744,5 +753,28 @@ func TestValidate(t *testing.T) {
 				t.Error("New accepts it")
 			}
 		})
+	}
+}
+
+// S8: under the default dial policy (Env.Dial nil) the SCIM server on a
+// loopback address is refused before any connection: the test names the
+// address and the rule, and the server sees no request.
+func TestDialPolicy(t *testing.T) {
+	s := newServer(t)
+	r, err := scim.Type().New(t.Context(), config(s), resolver.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	v, desc := r.(resolver.Tester).Test(t.Context())
+	if v != false || !strings.HasPrefix(desc, "The SCIM server is not reachable: connection to 127.0.0.1:") ||
+		!strings.HasSuffix(desc, "(loopback); allow it with -allow-dial.") {
+		t.Errorf("Test = %v, %q", v, desc)
+	}
+	if _, err := r.User(t.Context(), "u1"); !errors.Is(err, netguard.ErrRefused) || !errors.Is(err, resolver.ErrUnavailable) {
+		t.Errorf("User: %v", err)
+	}
+	if n := len(s.seen()); n != 0 || s.tokenFetches() != 0 {
+		t.Errorf("the server saw %d requests", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/resolver"
 )
 
@@ -195,6 +196,9 @@ func (s *store) count(ctx context.Context) (int, error) {
 // describe is the short text Test shows for an error.
 func describe(err error) string {
 	var se *statusError
+	if r, ok := netguard.Refusal(err); ok {
+		return "The SCIM server is not reachable: " + r.Error() + "."
+	}
 	switch {
 	case errors.Is(err, errClosed):
 		return "The resolver is closed."

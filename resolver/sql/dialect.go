@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/authsrv/authsrv/netguard"
 )
 
 // dialect is the SQL flavour of a configured Driver.
@@ -107,7 +109,9 @@ func likeExact(s string) string {
 
 // openDB builds the connection pool for c. It does not connect. The
 // password goes into the driver's config struct, never into a DSN text.
-func openDB(c *config) (*stdsql.DB, error) {
+// Every PostgreSQL and MySQL connection (TCP or Unix socket) goes through
+// the dial policy.
+func openDB(c *config, dial *netguard.Policy) (*stdsql.DB, error) {
 	var db *stdsql.DB
 	switch c.dialect {
 	case dialectSQLite:
@@ -127,12 +131,16 @@ func openDB(c *config) (*stdsql.DB, error) {
 		if err != nil {
 			return nil, err
 		}
+		d := dial.Dialer(pc.ConnectTimeout)
+		d.KeepAlive = 5 * time.Minute
+		pc.DialFunc = d.DialContext
 		db = stdlib.OpenDB(*pc)
 	case dialectMySQL:
 		mc, err := mysqlConfig(c)
 		if err != nil {
 			return nil, err
 		}
+		mc.DialFunc = dial.Dialer(mc.Timeout).DialContext
 		conn, err := mysql.NewConnector(mc)
 		if err != nil {
 			return nil, err

@@ -15,6 +15,10 @@
 // to the driver's config struct, and errors are censored before they leave
 // the package.
 //
-// Package sql sits on floor 2: it imports resolver and apierr, never
-// server or root.
+// PostgreSQL and MySQL connections (TCP and Unix sockets) go through the
+// dial policy of resolver.Env (Env.Dial), set as the drivers' dial
+// function; SQLite opens a local file and dials nothing.
+//
+// Package sql sits on floor 2: it imports resolver, apierr and netguard,
+// never server or root.
 package sql

@@ -76,7 +76,7 @@ func TestPostgres(t *testing.T) {
 		opt := kitOptions
 		opt.Editable = true
 		resolvertest.Run(t, func(t *testing.T) resolver.Resolver {
-			s, err := sqlres.New(t.Context(), pgConfig(pg), resolver.Env{Log: zerolog.Nop(), Now: time.Now})
+			s, err := sqlres.New(t.Context(), pgConfig(pg), resolver.Env{Log: zerolog.Nop(), Now: time.Now, Dial: loopback})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -87,7 +87,7 @@ func open(t testing.TB, cfg resolver.Config) *sqlres.Store {
 	if err := sqlres.Validate(cfg); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	s, err := sqlres.New(context.Background(), cfg, resolver.Env{Log: zerolog.Nop(), Now: time.Now})
+	s, err := sqlres.New(context.Background(), cfg, resolver.Env{Log: zerolog.Nop(), Now: time.Now, Dial: loopback})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/resolver"
 )
 
@@ -61,7 +62,7 @@ func New(_ context.Context, cfg resolver.Config, env resolver.Env) (*Store, erro
 	if err != nil {
 		return nil, err
 	}
-	db, err := openDB(c)
+	db, err := openDB(c, env.Dial)
 	if err != nil {
 		return nil, configError("sqlresolver: " + censor(err, c.password).Error())
 	}
@@ -394,6 +395,9 @@ func (s *Store) Ping(ctx context.Context) error {
 // (count, "Found N users.") or (-1, a fixed text without driver detail).
 func (s *Store) Test(ctx context.Context) (any, string) {
 	if err := s.Ping(ctx); err != nil {
+		if r, ok := netguard.Refusal(err); ok {
+			return -1, "Unable to connect to database: " + r.Error() + "."
+		}
 		return -1, "Unable to connect to database."
 	}
 	ctx, cancel := s.ctx(ctx)
