@@ -47,6 +47,7 @@ type catConfig struct {
 	bounds     string
 	duration   time.Duration
 	warmup     time.Duration
+	warmupSet  bool // L6 defaults to a fifth of -duration, 10 s to 10 min
 	clients    int
 	timeout    time.Duration
 
@@ -89,7 +90,7 @@ func parseCatalogue(args []string, stderr io.Writer) (*catConfig, error) {
 	fs.StringVar(&c.out, "out", "", "append the row's figures as one JSON line to this file")
 	fs.StringVar(&c.bounds, "bounds", "catalogue", "catalogue (the catalogue's bounds) or ci (exact properties, lenient latency and memory)")
 	fs.DurationVar(&c.duration, "duration", 60*time.Second, "how long each load phase runs (L6: the soak)")
-	fs.DurationVar(&c.warmup, "warmup", 5*time.Second, "load before the baseline is sampled (L1, L6: samples before its end are left out of the slopes)")
+	fs.DurationVar(&c.warmup, "warmup", 5*time.Second, "load before the baseline is sampled (L1, L4, L7); L6: samples before it are left out of the slopes (default: a fifth of -duration, 10s to 10m)")
 	fs.IntVar(&c.clients, "clients", 50, "validate clients (L1, L6, L7; L4 uses 45)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "timeout of each request")
 	fs.IntVar(&c.l5Workers, "l5-workers", 20, "L5: workers, one user and e-mail token each")
@@ -110,6 +111,7 @@ func parseCatalogue(args []string, stderr io.Writer) (*catConfig, error) {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	c.serverArgs = extra
+	fs.Visit(func(f *flag.Flag) { c.warmupSet = c.warmupSet || f.Name == "warmup" })
 	c.row = strings.ToUpper(c.row)
 	var errs []error
 	switch c.row {
@@ -206,7 +208,18 @@ func runCatalogue(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	c := &catalogue{cfg: cfg, b: boundsFor(cfg.bounds), log: stderr, realm: "r1",
 		res: &rowResult{Row: cfg.row, Bounds: cfg.bounds, Started: time.Now().UTC().Truncate(time.Second), Figures: map[string]any{}}}
-	c.hc = newHTTPClient(cfg.clients + cfg.l5Workers + cfg.f2Workers + 8)
+	// At most one connection per worker, and two for the admin calls
+	// that count and check: new connections opened while others wait to
+	// go idle would otherwise raise the server's descriptors during a run.
+	conns := cfg.clients
+	switch cfg.row {
+	case "L5":
+		conns = cfg.l5Workers
+	case "F2":
+		conns = cfg.f2Workers
+	}
+	c.hc = newHTTPClient(conns + 2)
+	c.hc.Transport.(*http.Transport).MaxConnsPerHost = conns + 2
 	defer c.hc.CloseIdleConnections()
 	if err := c.run(ctx); err != nil {
 		c.res.fail("%v", err)

@@ -105,7 +105,7 @@ func mailCode(raw string) string {
 // l5Counts are L5's counters.
 type l5Counts struct {
 	challenges, firstOK, firstFailed, secondAccepted, secondRejected, noMail, errors atomic.Int64
-	firstErr                                                                     atomic.Value
+	firstErr                                                                         atomic.Value
 }
 
 func (n *l5Counts) fail(err string) {

@@ -570,6 +570,10 @@ func (c *catalogue) rowL6(ctx context.Context) error {
 		return errors.New("the probe measured no rate")
 	}
 	rate := c.cfg.rateShare * probe.PerSecond
+	if !c.cfg.warmupSet {
+		c.cfg.warmup = min(max(c.cfg.duration/5, 10*time.Second), 10*time.Minute)
+	}
+	c.set("warmup_seconds", c.cfg.warmup.Seconds())
 	idle, err := c.settleIdle(ctx)
 	if err != nil {
 		return err
