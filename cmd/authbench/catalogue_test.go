@@ -169,7 +169,7 @@ func TestCatalogueRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		if lines[0] != "seconds,rss_kb,fds,threads,db_bytes" || len(lines) < 8 {
+		if lines[0] != "seconds,rss_kb,rss_anon_kb,rss_file_kb,fds,threads,db_bytes" || len(lines) < 8 {
 			t.Errorf("CSV:\n%s", b)
 		}
 		if figure(t, res, "audit_added") != figure(t, res, "soak.requests") {

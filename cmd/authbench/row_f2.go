@@ -41,6 +41,7 @@ func (c *catalogue) rowF2(ctx context.Context) error {
 	}
 	passwd := filepath.Join(c.cfg.dataDir, "files", "passwd")
 	var totals struct{ sent, acked, ackedChecked, unackedPresent, unackedAbsent int }
+	present := map[string]int{} // kind -> objects found after their cycle's restart
 	var restarts []float64
 	for cycle := range c.cfg.cycles {
 		if ctx.Err() != nil {
@@ -63,23 +64,26 @@ func (c *catalogue) rowF2(ctx context.Context) error {
 		}
 		for _, o := range objs {
 			totals.sent++
-			present, problem, err := c.f2Check(ctx, o, passwd)
+			found, problem, err := c.f2Check(ctx, o, passwd)
 			if err != nil {
 				return fmt.Errorf("cycle %d: checking %s %s: %w", cycle+1, o.kind, o.name, err)
 			}
 			switch {
-			case o.acked && !present:
+			case o.acked && !found:
 				c.res.fail("cycle %d: acknowledged %s %s is missing after kill -9", cycle+1, o.kind, o.name)
-			case present && problem != "":
+			case found && problem != "":
 				c.res.fail("cycle %d: %s %s (acknowledged: %t) is incomplete after kill -9: %s", cycle+1, o.kind, o.name, o.acked, problem)
+			}
+			if found {
+				present[o.kind]++
 			}
 			switch {
 			case o.acked:
 				totals.acked++
-				if present && problem == "" {
+				if found && problem == "" {
 					totals.ackedChecked++
 				}
-			case present:
+			case found:
 				totals.unackedPresent++
 			default:
 				totals.unackedAbsent++
@@ -87,6 +91,18 @@ func (c *catalogue) rowF2(ctx context.Context) error {
 		}
 		fmt.Fprintf(c.log, "F2: cycle %d: %d objects sent, checked after the restart\n", cycle+1, len(objs))
 	}
+	// The later kills took nothing an earlier cycle found: the server
+	// holds exactly the objects found after their own cycle.
+	held, err := c.f2Held(ctx)
+	if err != nil {
+		return err
+	}
+	for _, kind := range []string{"token", "policy", "resolver"} {
+		if held[kind] != present[kind] {
+			c.res.fail("after the last cycle the server holds %d F2 %ss; %d were found after their own cycles", held[kind], kind, present[kind])
+		}
+	}
+	c.set("held_at_end", held)
 	c.set("cycles", c.cfg.cycles)
 	c.set("objects_sent", totals.sent)
 	c.set("acknowledged", totals.acked)
@@ -295,4 +311,34 @@ func (c *catalogue) f2Check(ctx context.Context, o *f2Object, passwd string) (bo
 		}
 		return true, "", nil
 	}
+}
+
+// f2Held counts the F2 tokens, policies and resolvers the server holds.
+func (c *catalogue) f2Held(ctx context.Context) (map[string]int, error) {
+	held := map[string]int{}
+	env, err := c.api.get(ctx, "/token/?serial="+url.QueryEscape("F2c*")+"&pagesize=1")
+	if err != nil {
+		return nil, fmt.Errorf("listing the F2 tokens: %w", err)
+	}
+	n, err := count(env)
+	if err != nil {
+		return nil, err
+	}
+	held["token"] = int(n)
+	for kind, path := range map[string]string{"policy": "/policy/", "resolver": "/resolver/"} {
+		env, err := c.api.get(ctx, path)
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", path, err)
+		}
+		var v map[string]json.RawMessage
+		if err := json.Unmarshal(env.Result.Value, &v); err != nil {
+			return nil, fmt.Errorf("%s answer: %w", path, err)
+		}
+		for name := range v {
+			if strings.HasPrefix(name, "F2c") {
+				held[kind]++
+			}
+		}
+	}
+	return held, nil
 }

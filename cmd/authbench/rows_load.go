@@ -95,39 +95,24 @@ func (c *catalogue) validateLoad(ctx context.Context, clients int, d time.Durati
 	form := encodeForm(url.Values{"user": {l1User}, "realm": {c.realm}, "pass": {l1Pass}})
 	base := "http://" + c.srv.addr
 	end := time.Now().Add(d)
-	var tickets chan struct{}
-	stopTickets := make(chan struct{})
-	if perSec > 0 {
-		tickets = make(chan struct{}, clients)
-		go func() {
-			t := time.NewTicker(time.Duration(float64(time.Second) / perSec))
-			defer t.Stop()
-			for {
-				select {
-				case <-t.C:
-					select {
-					case tickets <- struct{}{}:
-					default:
-					}
-				case <-stopTickets:
-					return
-				}
-			}
-		}()
-	}
-	tallies := make([]tally, clients)
+	// With a rate, request n (counting from 1, over all clients) waits
+	// until start + n/perSec: the average rate holds also when a client
+	// was late.
+	var sent atomic.Int64
 	start := time.Now()
+	tallies := make([]tally, clients)
 	var wg sync.WaitGroup
 	for w := range clients {
 		wg.Go(func() {
 			t := &tallies[w]
 			for ctx.Err() == nil && time.Now().Before(end) {
-				if tickets != nil {
-					select {
-					case <-tickets:
-					case <-time.After(time.Until(end)):
+				if perSec > 0 {
+					due := start.Add(time.Duration(float64(sent.Add(1)) / perSec * float64(time.Second)))
+					if due.After(end) {
 						return
-					case <-ctx.Done():
+					}
+					sleep(ctx, time.Until(due))
+					if ctx.Err() != nil {
 						return
 					}
 				}
@@ -144,7 +129,6 @@ func (c *catalogue) validateLoad(ctx context.Context, clients int, d time.Durati
 		})
 	}
 	wg.Wait()
-	close(stopTickets)
 	elapsed := time.Since(start)
 	total := &tally{}
 	for i := range tallies {
@@ -307,8 +291,12 @@ func (c *catalogue) checkL1(load phase, idle, before, after procSample) {
 	if c.b.L1P99 > 0 && load.p99 > c.b.L1P99 {
 		c.res.fail("p99 %.3f ms > %s", load.LatencyMS.P99, c.b.L1P99)
 	}
-	if lim := float64(before.RSSKB) * (1 + c.b.RSSGrowth); float64(after.RSSKB) > lim {
-		c.res.fail("RSS %d KiB after the load > %.0f%% above the %d KiB before", after.RSSKB, 100*c.b.RSSGrowth, before.RSSKB)
+	// The bound holds for the process's own memory (RssAnon). VmRSS also
+	// counts the resident pages of the store's memory map, which grow
+	// with the store (each request adds an audit entry); they are
+	// reported, not bounded.
+	if lim := float64(before.AnonKB) * (1 + c.b.RSSGrowth); float64(after.AnonKB) > lim {
+		c.res.fail("RssAnon %d KiB after the load > %.0f%% above the %d KiB before", after.AnonKB, 100*c.b.RSSGrowth, before.AnonKB)
 	}
 	if after.FDs > idle.FDs+c.b.FDSlack {
 		c.res.fail("open descriptors (connections and their goroutines) %d after the load, %d idle: not back to the baseline (+%d)", after.FDs, idle.FDs, c.b.FDSlack)
@@ -338,7 +326,8 @@ func (c *catalogue) rowL4(ctx context.Context) error {
 
 	var created, adminOps, adminErrs atomic.Int64
 	var firstErr atomic.Value
-	adminLat := make([][]time.Duration, l4AdminWorkers)
+	// latencies per worker and per kind of admin request
+	adminLat := make([][4][]time.Duration, l4AdminWorkers)
 	end := time.Now().Add(c.cfg.duration)
 	var wg sync.WaitGroup
 	for w := range l4AdminWorkers {
@@ -367,7 +356,7 @@ func (c *catalogue) rowL4(ctx context.Context) error {
 					return
 				}
 				adminOps.Add(1)
-				adminLat[w] = append(adminLat[w], time.Since(t0))
+				adminLat[w][i%4] = append(adminLat[w][i%4], time.Since(t0))
 				if err != nil {
 					adminErrs.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
@@ -379,8 +368,16 @@ func (c *catalogue) rowL4(ctx context.Context) error {
 	wg.Wait()
 	c.checkPhase("mixed", mixed)
 	var all []time.Duration
-	for _, l := range adminLat {
+	kinds := []string{"GET /token/", "GET /audit/", "GET /policy/", "POST /token/init"}
+	perKind := map[string]latencyMS{}
+	for k, name := range kinds {
+		var l []time.Duration
+		for w := range adminLat {
+			l = append(l, adminLat[w][k]...)
+		}
 		all = append(all, l...)
+		st := summarize(l)
+		perKind[name] = latencyMS{P50: ms(st.P50), P90: ms(st.P90), P99: ms(st.P99), Max: ms(st.Max), Mean: ms(st.Mean)}
 	}
 	ast := summarize(all)
 	listed, err := c.api.get(ctx, "/token/?serial="+url.QueryEscape("L4T*")+"&pagesize=1")
@@ -394,7 +391,8 @@ func (c *catalogue) rowL4(ctx context.Context) error {
 	c.set("baseline", base)
 	c.set("mixed", mixed)
 	c.set("admin", map[string]any{"ops": adminOps.Load(), "errors": adminErrs.Load(), "tokens_created": created.Load(),
-		"tokens_listed": n, "latency_ms": latencyMS{P50: ms(ast.P50), P90: ms(ast.P90), P99: ms(ast.P99), Max: ms(ast.Max), Mean: ms(ast.Mean)}})
+		"tokens_listed": n, "latency_ms": latencyMS{P50: ms(ast.P50), P90: ms(ast.P90), P99: ms(ast.P99), Max: ms(ast.Max), Mean: ms(ast.Mean)},
+		"latency_ms_by_request": perKind})
 	ratio := 0.0
 	if base.p99 > 0 {
 		ratio = float64(mixed.p99) / float64(base.p99)
@@ -590,7 +588,7 @@ func (c *catalogue) rowL6(ctx context.Context) error {
 		}
 		defer f.Close()
 		csvW = csv.NewWriter(f)
-		_ = csvW.Write([]string{"seconds", "rss_kb", "fds", "threads", "db_bytes"})
+		_ = csvW.Write([]string{"seconds", "rss_kb", "rss_anon_kb", "rss_file_kb", "fds", "threads", "db_bytes"})
 	}
 	fmt.Fprintf(c.log, "L6: %.1f requests/s (%.0f%% of %.1f) for %s, a sample every %s\n", rate, 100*c.cfg.rateShare, probe.PerSecond, c.cfg.duration, c.cfg.sample)
 	var samples []timedSample
@@ -612,7 +610,7 @@ func (c *catalogue) rowL6(ctx context.Context) error {
 			samples = append(samples, ts)
 			if csvW != nil {
 				_ = csvW.Write([]string{strconv.FormatFloat(round3(ts.T), 'f', -1, 64), strconv.FormatInt(s.RSSKB, 10),
-					strconv.FormatInt(s.FDs, 10), strconv.FormatInt(s.Threads, 10), strconv.FormatInt(s.DBBytes, 10)})
+					strconv.FormatInt(s.AnonKB, 10), strconv.FormatInt(s.FileKB, 10), strconv.FormatInt(s.FDs, 10), strconv.FormatInt(s.Threads, 10), strconv.FormatInt(s.DBBytes, 10)})
 				csvW.Flush()
 			}
 			select {
@@ -666,7 +664,8 @@ func (c *catalogue) rowL6(ctx context.Context) error {
 		a, b := fitLine(xs, ys)
 		return b, a + b*xs[0]
 	}
-	rssSlope, rssStart := rise(func(s procSample) int64 { return s.RSSKB })
+	rssSlope, rssStart := rise(func(s procSample) int64 { return s.AnonKB })
+	totalSlope, _ := rise(func(s procSample) int64 { return s.RSSKB })
 	fdSlope, _ := rise(func(s procSample) int64 { return s.FDs })
 	thSlope, _ := rise(func(s procSample) int64 { return s.Threads })
 	dbSlope, _ := rise(func(s procSample) int64 { return s.DBBytes })
@@ -675,14 +674,14 @@ func (c *catalogue) rowL6(ctx context.Context) error {
 	if load.Requests > 0 {
 		perReq = float64(last.DBBytes-first.DBBytes) / (float64(load.Requests) * span / load.Seconds)
 	}
-	c.set("slopes_per_hour", map[string]float64{"rss_kb": round3(rssSlope * 3600), "fds": round3(fdSlope * 3600),
+	c.set("slopes_per_hour", map[string]float64{"rss_anon_kb": round3(rssSlope * 3600), "rss_kb": round3(totalSlope * 3600), "fds": round3(fdSlope * 3600),
 		"threads": round3(thSlope * 3600), "db_bytes": round3(dbSlope * 3600)})
-	c.set("rise_over_run", map[string]float64{"rss_share": round3(rssSlope * span / rssStart), "fds": round3(fdSlope * span),
+	c.set("rise_over_run", map[string]float64{"rss_anon_share": round3(rssSlope * span / rssStart), "rss_kb": round3(totalSlope * span), "fds": round3(fdSlope * span),
 		"threads": round3(thSlope * span), "db_bytes": round3(dbSlope * span)})
 	c.set("db_bytes_per_request", round3(perReq))
 	c.set("span_seconds", round3(span))
 	if rssStart > 0 && rssSlope*span/rssStart > c.b.SlopeRSS {
-		c.res.fail("RSS rises: the fitted line grows by %.1f%% over %.0f s after the warm-up (bound %.0f%%)", 100*rssSlope*span/rssStart, span, 100*c.b.SlopeRSS)
+		c.res.fail("RssAnon rises: the fitted line grows by %.1f%% over %.0f s after the warm-up (bound %.0f%%)", 100*rssSlope*span/rssStart, span, 100*c.b.SlopeRSS)
 	}
 	if fdSlope*span > c.b.SlopeFDs {
 		c.res.fail("open descriptors rise by %.1f over %.0f s after the warm-up (bound %g)", fdSlope*span, span, c.b.SlopeFDs)

@@ -179,12 +179,15 @@ func (t *tailBuffer) String() string {
 // procSample is what /proc tells about a process at one moment.
 type procSample struct {
 	RSSKB   int64 `json:"rss_kb"`
+	AnonKB  int64 `json:"rss_anon_kb"` // RssAnon: the process's own memory (heap, stacks)
+	FileKB  int64 `json:"rss_file_kb"` // RssFile: resident file pages, mostly the store's mmap
 	Threads int64 `json:"threads"`
 	FDs     int64 `json:"fds"`
 	DBBytes int64 `json:"db_bytes,omitempty"`
 }
 
-// sampleProc reads VmRSS and Threads from /proc/<pid>/status, counts
+// sampleProc reads VmRSS, RssAnon, RssFile and Threads from
+// /proc/<pid>/status, counts
 // /proc/<pid>/fd, and stats the data directory's store. The server shows
 // no goroutine count; its open descriptors stand in for the connections
 // and the goroutines that serve them.
@@ -210,6 +213,10 @@ func sampleProc(pid int, dataDir string) (procSample, error) {
 		switch key {
 		case "VmRSS":
 			s.RSSKB = v
+		case "RssAnon":
+			s.AnonKB = v
+		case "RssFile":
+			s.FileKB = v
 		case "Threads":
 			s.Threads = v
 		}
