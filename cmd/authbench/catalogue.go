@@ -161,7 +161,7 @@ type bounds struct {
 
 func boundsFor(name string) bounds {
 	if name == "ci" {
-		return bounds{RSSGrowth: 1.0, FDSlack: 8, P99Ratio: 20, CloseSlack: 10 * time.Second,
+		return bounds{RSSGrowth: 1.0, FDSlack: 8, P99Ratio: 50, CloseSlack: 10 * time.Second,
 			SlopeRSS: 0.5, SlopeFDs: 10, SlopeThread: 10}
 	}
 	return bounds{L1P99: 50 * time.Millisecond, RSSGrowth: 0.2, FDSlack: 2, P99Ratio: 2, CloseSlack: 2 * time.Second,

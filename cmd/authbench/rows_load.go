@@ -561,6 +561,13 @@ func (c *catalogue) rowL6(ctx context.Context) error {
 	if err := c.setupPW(ctx); err != nil {
 		return err
 	}
+	idle, err := c.settleIdle(ctx)
+	if err != nil {
+		return err
+	}
+	// The probe also opens the clients' connections, which the soak then
+	// reuses: opened during the soak they would look like a rise of the
+	// server's descriptors.
 	fmt.Fprintf(c.log, "L6: measuring the maximum rate for %s\n", c.cfg.probe)
 	probe := c.validateLoad(ctx, c.cfg.clients, c.cfg.probe, 0)
 	c.checkPhase("probe", probe)
@@ -572,10 +579,6 @@ func (c *catalogue) rowL6(ctx context.Context) error {
 		c.cfg.warmup = min(max(c.cfg.duration/5, 10*time.Second), 10*time.Minute)
 	}
 	c.set("warmup_seconds", c.cfg.warmup.Seconds())
-	idle, err := c.settleIdle(ctx)
-	if err != nil {
-		return err
-	}
 	auditBefore, err := c.validateCount(ctx)
 	if err != nil {
 		return err
