@@ -77,6 +77,7 @@ func encodeForm(values url.Values) string {
 
 // envelope is the part of privacyIDEA's JSON envelope the driver reads.
 type envelope struct {
+	raw    []byte // the whole answer
 	Result struct {
 		Status bool            `json:"status"`
 		Value  json.RawMessage `json:"value"`
@@ -151,6 +152,7 @@ func decodeEnvelope(status int, body []byte) (*envelope, error) {
 		}
 		return nil, e
 	}
+	env.raw = body
 	return &env, nil
 }
 

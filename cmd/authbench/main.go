@@ -67,6 +67,9 @@ keys and the load keeps the HOTP counters (mode 0600; it holds secrets).
 The exit status is 1 when setup fails or any request failed, 130 when
 interrupted.
 
+"authbench catalogue -row ROW -server PATH" runs a row of the reliability
+catalogue against a server it starts itself ("authbench catalogue -h").
+
 flags:
 `
 
@@ -279,6 +282,9 @@ func isLoopbackHost(host string) bool {
 
 // run is the command; main only wires the process to it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) > 0 && args[0] == "catalogue" {
+		return runCatalogue(ctx, args[1:], stdout, stderr)
+	}
 	cfg, err := parseFlags(args, stderr, getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK

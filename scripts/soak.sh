@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Catalogue row L6, the soak (shared/spec/reliability.md section 5): L1's
+# request (a pw token, otppin=none, 50 clients) at 30 % of the maximum rate
+# measured first, for DURATION, against an authsrv it starts on 127.0.0.1
+# with a new data directory. Every SAMPLE it records the server's RSS,
+# open descriptors, threads and store size in a CSV file; after the
+# warm-up it fits a line through each series and fails when RSS, the
+# descriptors or the threads rise clearly. Only 200s, and audit entries =
+# requests sent, as in L1.
+#
+#   scripts/soak.sh [DURATION]          e.g. scripts/soak.sh 2m, scripts/soak.sh 8h
+#
+# DURATION defaults to 60m. Environment:
+#   SAMPLE       interval between samples (default 10s)
+#   WARMUP       samples before it are left out of the slopes (default DURATION/5, 10s to 10m)
+#   RESULTS      file the figures are appended to (default soak-results.txt)
+#   CSV          the samples (default soak-<time>.csv)
+#   BOUNDS       catalogue (default) or ci
+#   SERVER_ARGS  extra arguments for "authsrv serve", split on spaces
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+duration=${1:-60m}
+sample=${SAMPLE:-10s}
+results=${RESULTS:-soak-results.txt}
+csv=${CSV:-soak-$(date -u +%Y%m%dT%H%M%SZ).csv}
+bounds=${BOUNDS:-catalogue}
+
+if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
+	export PATH="/usr/local/go/bin:$PATH"
+fi
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go build -o "$bin/authsrv" ./cmd/authsrv
+go build -o "$bin/authbench" ./cmd/authbench
+
+args=(catalogue -row L6 -server "$bin/authsrv" -bounds "$bounds" -duration "$duration" -sample "$sample" -csv "$csv")
+[ -n "${WARMUP:-}" ] && args+=(-warmup "$WARMUP")
+for a in ${SERVER_ARGS:-}; do args+=("-server-arg=$a"); done
+
+echo "== soak $(date -u +%FT%TZ), $(nproc) CPUs, $duration, a sample every $sample into $csv" | tee -a "$results"
+"$bin/authbench" "${args[@]}" | tee -a "$results"
