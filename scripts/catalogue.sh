@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The long runs of the reliability catalogue's load and fault rows
 # (shared/spec/reliability.md section 5) with the catalogue's bounds:
-# L1, L4, L5, L7 (each load phase DURATION long) and F2 (CYCLES kill -9
-# cycles, each after 3 to 10 s of admin writes). Every row starts its own
+# L1, L4, L5, L7 (each load phase DURATION long), F2 (CYCLES kill -9
+# cycles, each after 3 to 10 s of admin writes) and S4 (the timing of the
+# refusal paths of /validate/check, 200 requests per path). Every row starts its own
 # authsrv on 127.0.0.1 with a new data directory.
 #
 #   scripts/catalogue.sh [DURATION] [ROW...]     e.g. scripts/catalogue.sh 60s
 #
-# DURATION defaults to 60s; ROWs default to L1 L4 L5 L7 F2. Environment:
+# DURATION defaults to 60s; ROWs default to L1 L4 L5 L7 F2 S4. Environment:
 #   RESULTS      file the figures are appended to (default catalogue-results.txt)
 #   CYCLES       F2's kill cycles (default 20)
 #   SLOW         L7's slow connections (default 500)
@@ -22,7 +23,7 @@ cd "$(dirname "$0")/.."
 duration=${1:-60s}
 [ $# -gt 0 ] && shift
 rows=("$@")
-[ ${#rows[@]} -gt 0 ] || rows=(L1 L4 L5 L7 F2)
+[ ${#rows[@]} -gt 0 ] || rows=(L1 L4 L5 L7 F2 S4)
 results=${RESULTS:-catalogue-results.txt}
 cycles=${CYCLES:-20}
 slow=${SLOW:-500}
@@ -47,8 +48,9 @@ for row in "${rows[@]}"; do
 	L1 | L4 | L5) args+=(-duration "$duration") ;;
 	L7) args+=(-duration "$duration" -slow "$slow") ;;
 	F2) args+=(-cycles "$cycles" -kill-min 3s -kill-max 10s) ;;
+	S4) ;;
 	*)
-		echo "unknown row $row (want L1, L4, L5, L7 or F2; L6 is scripts/soak.sh)" >&2
+		echo "unknown row $row (want L1, L4, L5, L7, F2 or S4; L6 is scripts/soak.sh)" >&2
 		exit 2
 		;;
 	esac

@@ -26,7 +26,7 @@ const catalogueUsage = `usage: authbench catalogue -row ROW -server PATH [flags]
 
 Starts PATH ("authsrv") with a new data directory on 127.0.0.1, sets up
 what the row needs through the admin API, runs it and checks the row's
-properties (reliability.md section 5). Rows: L1, L4, L5, L6, L7, F2.
+properties (reliability.md section 5). Rows: L1, L4, L5, L6, L7, F2, S4.
 -bounds catalogue applies the catalogue's bounds; -bounds ci keeps the
 exact properties (counts, statuses, one success per challenge, closed
 connections) and is lenient on latency, memory and timing, for short runs
@@ -67,6 +67,8 @@ type catConfig struct {
 	killMin    time.Duration
 	killMax    time.Duration
 	verifyOnly bool
+	// S4
+	s4Rounds int
 }
 
 type stringList []string
@@ -83,7 +85,7 @@ func parseCatalogue(args []string, stderr io.Writer) (*catConfig, error) {
 	}
 	c := &catConfig{}
 	var extra stringList
-	fs.StringVar(&c.row, "row", "", "catalogue row: L1, L4, L5, L6, L7 or F2")
+	fs.StringVar(&c.row, "row", "", "catalogue row: L1, L4, L5, L6, L7, F2 or S4")
 	fs.StringVar(&c.server, "server", "", "the authsrv binary to start")
 	fs.Var(&extra, "server-arg", "extra argument for \"authsrv serve\" (repeatable), e.g. -server-arg=-allow-dial=127.0.0.0/8")
 	fs.StringVar(&c.dataDir, "data-dir", "", "data directory for the server (default: a new temporary directory, removed afterwards)")
@@ -104,6 +106,7 @@ func parseCatalogue(args []string, stderr io.Writer) (*catConfig, error) {
 	fs.IntVar(&c.f2Workers, "f2-workers", 3, "F2: parallel admin writers")
 	fs.DurationVar(&c.killMin, "kill-min", 500*time.Millisecond, "F2: earliest kill after the writers start")
 	fs.DurationVar(&c.killMax, "kill-max", 3*time.Second, "F2: latest kill after the writers start")
+	fs.IntVar(&c.s4Rounds, "s4-rounds", 200, "S4: requests per refusal path")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -115,11 +118,11 @@ func parseCatalogue(args []string, stderr io.Writer) (*catConfig, error) {
 	c.row = strings.ToUpper(c.row)
 	var errs []error
 	switch c.row {
-	case "L1", "L4", "L5", "L6", "L7", "F2":
+	case "L1", "L4", "L5", "L6", "L7", "F2", "S4":
 	case "":
-		errs = append(errs, errors.New("-row is missing: L1, L4, L5, L6, L7 or F2"))
+		errs = append(errs, errors.New("-row is missing: L1, L4, L5, L6, L7, F2 or S4"))
 	default:
-		errs = append(errs, fmt.Errorf("-row %q: want L1, L4, L5, L6, L7 or F2", c.row))
+		errs = append(errs, fmt.Errorf("-row %q: want L1, L4, L5, L6, L7, F2 or S4", c.row))
 	}
 	if c.server == "" {
 		errs = append(errs, errors.New("-server is missing: the path of the authsrv binary"))
@@ -135,8 +138,8 @@ func parseCatalogue(args []string, stderr io.Writer) (*catConfig, error) {
 	if c.warmup < 0 || c.timeout <= 0 || c.probe <= 0 || c.sample <= 0 || c.readHeaderTimeout <= 0 {
 		errs = append(errs, errors.New("-warmup must not be negative; -timeout, -probe, -sample and -read-header-timeout must be more than 0"))
 	}
-	if c.clients < 1 || c.l5Workers < 1 || c.f2Workers < 1 || c.cycles < 1 || c.slow < 0 {
-		errs = append(errs, errors.New("-clients, -l5-workers, -f2-workers and -cycles want at least 1, -slow at least 0"))
+	if c.clients < 1 || c.l5Workers < 1 || c.f2Workers < 1 || c.cycles < 1 || c.s4Rounds < 1 || c.slow < 0 {
+		errs = append(errs, errors.New("-clients, -l5-workers, -f2-workers, -cycles and -s4-rounds want at least 1, -slow at least 0"))
 	}
 	if c.rateShare <= 0 || c.rateShare > 1 {
 		errs = append(errs, fmt.Errorf("-rate-share %g: want more than 0 and at most 1", c.rateShare))
@@ -157,15 +160,16 @@ type bounds struct {
 	SlopeRSS    float64       // L6: fitted rise of RSS over the run ≤ this share of its start
 	SlopeFDs    float64       // L6: fitted rise of descriptors over the run
 	SlopeThread float64       // L6: fitted rise of threads over the run
+	S4Spread    float64       // S4: how far the refusal paths' relative medians may differ
 }
 
 func boundsFor(name string) bounds {
 	if name == "ci" {
 		return bounds{RSSGrowth: 1.0, FDSlack: 8, P99Ratio: 50, CloseSlack: 10 * time.Second,
-			SlopeRSS: 0.5, SlopeFDs: 10, SlopeThread: 10}
+			SlopeRSS: 0.5, SlopeFDs: 10, SlopeThread: 10, S4Spread: 0.6}
 	}
 	return bounds{L1P99: 50 * time.Millisecond, RSSGrowth: 0.2, FDSlack: 2, P99Ratio: 2, CloseSlack: 2 * time.Second,
-		SlopeRSS: 0.1, SlopeFDs: 3, SlopeThread: 3}
+		SlopeRSS: 0.1, SlopeFDs: 3, SlopeThread: 3, S4Spread: 0.1}
 }
 
 // rowResult is what a row prints and appends to -out.
@@ -291,6 +295,8 @@ func (c *catalogue) run(ctx context.Context) error {
 		return c.rowL7(ctx)
 	case "F2":
 		return c.rowF2(ctx)
+	case "S4":
+		return c.rowS4(ctx)
 	}
 	return nil
 }

@@ -180,6 +180,13 @@ func TestCatalogueRows(t *testing.T) {
 			t.Errorf("soak at %v requests/s, target %v", got, want)
 		}
 	})
+	t.Run("S4", func(t *testing.T) {
+		code, res, out := runRow(t, append(common, "-row", "S4", "-s4-rounds", "15")...)
+		wantPassed(t, code, res, out)
+		if figure(t, res, "rounds") != 15 || len(res.Figures["paths"].(map[string]any)) != 5 {
+			t.Errorf("figures %v", res.Figures)
+		}
+	})
 	t.Run("F2", func(t *testing.T) {
 		code, res, out := runRow(t, append(common, "-row", "F2", "-cycles", "3", "-kill-min", "300ms", "-kill-max", "1500ms")...)
 		wantPassed(t, code, res, out)
