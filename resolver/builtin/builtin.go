@@ -24,9 +24,10 @@ type settings struct {
 }
 
 // WithFileRoots confines the files an administrator may name (the passwd
-// file, the LDAP TLS_CA_FILE) to the directory trees roots, so that a
-// resolver cannot read /etc/shadow or the server's keys. Repeated, the
-// roots add up; without it files may lie anywhere.
+// file, the LDAP TLS_CA_FILE, the SQLite database and the PostgreSQL
+// certificate files) to the directory trees roots, so that a resolver
+// cannot read /etc/shadow or the server's keys. Repeated, the roots add
+// up; without it files may lie anywhere.
 func WithFileRoots(roots ...string) Option {
 	return func(s *settings) { s.files.Roots = append(s.files.Roots, roots...) }
 }
@@ -40,16 +41,16 @@ func WithDataDir(dir string) Option {
 
 // Types returns a fresh registry of passwdresolver, ldapresolver,
 // sqlresolver and scimresolver, which a caller may extend before passing
-// it to authsrv.WithResolverTypes. Without options the passwd file and the
-// LDAP CA file are not confined (beyond /proc, /sys and /dev); the binary
-// passes WithFileRoots and WithDataDir.
+// it to authsrv.WithResolverTypes. Without options the files the
+// resolvers name are not confined (beyond /proc, /sys and /dev for the
+// passwd and CA files); the binary passes WithFileRoots and WithDataDir.
 func Types(opts ...Option) resolver.Registry {
 	var s settings
 	for _, o := range opts {
 		o(&s)
 	}
 	types := resolver.Registry{}
-	for _, t := range []resolver.Type{passwd.TypeConfined(s.files), ldap.TypeConfined(s.files), sql.Type(), scim.Type()} {
+	for _, t := range []resolver.Type{passwd.TypeConfined(s.files), ldap.TypeConfined(s.files), sql.TypeConfined(s.files), scim.Type()} {
 		types[t.Name] = t
 	}
 	return types
