@@ -227,7 +227,10 @@ func newSink(t *testing.T, c *testCert, implicitTLS, startTLS bool, setup func(*
 	k.port = l.Addr().(*net.TCPAddr).Port
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close(); <-done })
+	// Close the listener too: a Close that runs before Serve has
+	// registered it (a test that never dials, on a loaded machine) would
+	// leave Serve blocked in Accept for ever.
+	t.Cleanup(func() { _ = srv.Close(); _ = l.Close(); <-done })
 	return k
 }
 
