@@ -196,14 +196,14 @@ func (s *Server) open() error {
 	}
 	s.audit = lg
 	s.notify = notify.New(notify.Config{Store: s.st, Sealer: sealer, Log: c.log.With().Str("component", "notify").Logger(),
-		Now: c.now, AllowScripts: c.smsScriptDir, Dial: c.dial})
+		Now: c.now, AllowScripts: c.smsScriptDir, Dial: c.dial, Files: c.files()})
 	s.nodeID = NodeID(c.nodeName)
 	if err := registerNode(context.Background(), s.st, s.nodeID, c.nodeName, c.now()); err != nil {
 		return err
 	}
 	types := c.resolverTypes
 	if types == nil {
-		types = DefaultResolverTypes()
+		types = c.defaultResolverTypes()
 	}
 	s.resolvers = resolver.New(s.st, sealer, types, c.log, c.now)
 	s.resolvers.SetDialPolicy(c.dial)

@@ -45,6 +45,7 @@ var floors = map[string]float64{
 	"store":              1,
 	"store/bolt":         1.25,
 	"internal/secret":    1,
+	"fileroot":           1,
 	"internal/radclient": 1,
 	"netguard":           1,
 	"otp":                1,

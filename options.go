@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/authsrv/authsrv/fileroot"
 	"github.com/authsrv/authsrv/internal/secret"
 	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/policy"
@@ -56,6 +57,7 @@ type config struct {
 	auditMaxEntries uint64
 	retentionEvery  time.Duration
 	smsScriptDir    string
+	fileRoots       []string
 	eventHandlers   []EventHandler
 	dial            *netguard.Policy
 }
@@ -116,6 +118,32 @@ func WithSMSScriptDir(dir string) Option {
 		c.smsScriptDir = dir
 		return nil
 	}
+}
+
+// WithFileRoots confines the files an administrator may name in the
+// configuration that the Server reads itself (an SMTP server's S/MIME key
+// and certificate), and the passwd file of the default resolver types, to
+// the directory trees dirs (absolute paths; repeated, they add up). The
+// data directory's own files are never readable through the configuration,
+// with or without roots, except beneath its files subfolder. A registry
+// given to WithResolverTypes is confined by its own types
+// (builtin.WithFileRoots).
+func WithFileRoots(dirs ...string) Option {
+	return func(c *config) error {
+		for _, d := range dirs {
+			if d == "" || !filepath.IsAbs(d) {
+				return fmt.Errorf("file root %q: want an absolute directory path", d)
+			}
+			c.fileRoots = append(c.fileRoots, filepath.Clean(d))
+		}
+		return nil
+	}
+}
+
+// files is the confinement of administrator-named files: the file roots
+// and the data directory.
+func (c *config) files() fileroot.Confinement {
+	return fileroot.Confinement{Roots: c.fileRoots, DataDir: c.dataDir}
 }
 
 // WithAuditKey sets the Ed25519 key that signs the audit log, instead of

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/fileroot"
 	"github.com/authsrv/authsrv/internal/secret"
 	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/store"
@@ -77,6 +78,11 @@ type Config struct {
 	// RootCAs verifies the certificates of SMTP servers (STARTTLS and
 	// implicit TLS) and HTTPS SMS gateways; nil means the system pool.
 	RootCAs *x509.CertPool
+	// Files confines the S/MIME key and certificate files an SMTP server
+	// definition names (checked when it is saved and at every read); the
+	// root sets it from its file roots and data directory. The zero value
+	// allows any regular file outside /proc, /sys and /dev.
+	Files fileroot.Confinement
 }
 
 // Service manages the SMTP server, SMS gateway and RADIUS server
@@ -89,6 +95,7 @@ type Service struct {
 	scripts string
 	dial    *netguard.Policy
 	roots   *x509.CertPool
+	files   fileroot.Confinement
 }
 
 // New returns the service. It starts no goroutines.
@@ -101,6 +108,7 @@ func New(cfg Config) *Service {
 		scripts: cfg.AllowScripts,
 		dial:    cfg.Dial,
 		roots:   cfg.RootCAs,
+		files:   cfg.Files.Copy(),
 	}
 	if s.now == nil {
 		s.now = time.Now

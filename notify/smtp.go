@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/fileroot"
 	"github.com/authsrv/authsrv/store"
 )
 
@@ -125,6 +126,22 @@ func normalizeSMTP(d *SMTPServer) error {
 	return nil
 }
 
+// checkSMIMEFiles refuses S/MIME key and certificate names that break a
+// rule of the service's file confinement (outside the file roots, in the
+// data directory, through a link to either); the refusal names the rule.
+// A file that does not exist yet is accepted here and fails at signing.
+func (s *Service) checkSMIMEFiles(d SMTPServer) error {
+	for _, f := range []struct{ what, path string }{{"private key", d.PrivateKey}, {"certificate", d.Certificate}} {
+		if f.path == "" {
+			continue
+		}
+		if err := s.files.Check(f.path); err != nil {
+			return paramErr("The S/MIME %s is refused: %s", f.what, fileroot.Describe(err, f.path))
+		}
+	}
+	return nil
+}
+
 // checkAddress refuses an e-mail address with line breaks (header
 // injection) or that does not parse as an RFC 5322 address.
 func checkAddress(what, addr string) error {
@@ -143,6 +160,9 @@ func checkAddress(what, addr string) error {
 // caller's audit entry commits with the change).
 func (s *Service) SetSMTP(ctx context.Context, def SMTPServer, also ...func(store.Tx) error) error {
 	if err := normalizeSMTP(&def); err != nil {
+		return err
+	}
+	if err := s.checkSMIMEFiles(def); err != nil {
 		return err
 	}
 	id := def.Identifier
@@ -287,6 +307,9 @@ func (s *Service) SendTestMail(ctx context.Context, def SMTPServer, recipient st
 		return apierr.MissingParameter("recipient")
 	}
 	if err := normalizeSMTP(&def); err != nil {
+		return err
+	}
+	if err := s.checkSMIMEFiles(def); err != nil {
 		return err
 	}
 	if def.Password == Censored || def.PrivateKeyPassword == Censored {

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/wneessen/go-mail/smtp"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/fileroot"
 )
 
 // deliver sends m through d, whose secrets are in clear. The whole
@@ -232,7 +232,7 @@ func (s *Service) buildMsg(d SMTPServer, m Mail) (*mail.Msg, error) {
 		}
 		msg.SetBodyString(ct, m.Body)
 		if sign {
-			if err := signSMIME(msg, d); err != nil {
+			if err := signSMIME(msg, d, s.files); err != nil {
 				return nil, err
 			}
 			// Sign once now, so that a signing failure shows before any
@@ -264,18 +264,10 @@ func (s *Service) buildMsg(d SMTPServer, m Mail) (*mail.Msg, error) {
 // maxPEM caps the key and certificate files read for S/MIME.
 const maxPEM = 1 << 20
 
-func readPEMFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	return io.ReadAll(io.LimitReader(f, maxPEM))
-}
-
-// signSMIME loads the key pair of d and sets the message up for signing.
-func signSMIME(msg *mail.Msg, d SMTPServer) error {
-	certPEM, err := readPEMFile(d.Certificate)
+// signSMIME loads the key pair of d, each file opened under files, and
+// sets the message up for signing.
+func signSMIME(msg *mail.Msg, d SMTPServer, files fileroot.Confinement) error {
+	certPEM, err := files.ReadFile(d.Certificate, maxPEM)
 	if err != nil {
 		return fmt.Errorf("s/mime certificate: %w", err)
 	}
@@ -293,7 +285,7 @@ func signSMIME(msg *mail.Msg, d SMTPServer) error {
 	if len(chain) == 0 {
 		return errors.New("s/mime certificate: no PEM certificate found")
 	}
-	keyPEM, err := readPEMFile(d.PrivateKey)
+	keyPEM, err := files.ReadFile(d.PrivateKey, maxPEM)
 	if err != nil {
 		return fmt.Errorf("s/mime key: %w", err)
 	}

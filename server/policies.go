@@ -6,6 +6,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
@@ -137,18 +139,32 @@ func policyExport(c *call, file string) (answer, error) {
 	}}, nil
 }
 
-// safeFilename keeps a download name free of paths and header tricks.
+// maxFilename is the longest download name sent back, in bytes.
+const maxFilename = 128
+
+// safeFilename keeps a download name free of paths and header tricks: no
+// directory part (slashes, backslashes, leading dots), no control or
+// format characters (line breaks, bidirectional overrides), no quote or
+// semicolon (which would end the parameter), at most maxFilename bytes
+// cut on a character boundary; an empty result is policies.cfg. The
+// caller still encodes it with mime.FormatMediaType.
 func safeFilename(s string) string {
+	s = strings.ToValidUTF8(s, "")
 	s = strings.Map(func(r rune) rune {
 		switch {
-		case r < 0x20 || r == 0x7f || r == '"' || r == '\\' || r == '/' || r == ';':
+		case unicode.IsControl(r), unicode.Is(unicode.Cf, r), r == utf8.RuneError,
+			r == '"' || r == '\\' || r == '/' || r == ';':
 			return -1
 		}
 		return r
 	}, s)
 	s = strings.Trim(s, ". ")
-	if len(s) > 128 {
-		s = s[:128]
+	if len(s) > maxFilename {
+		cut := maxFilename
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = strings.TrimRight(s[:cut], ". ")
 	}
 	if s == "" {
 		s = "policies.cfg"

@@ -36,14 +36,17 @@ var timingKDF = authsrv.KDFParams{Time: 2, Memory: 32 * 1024, Threads: 1, KeyLen
 // dummy derivation reads about 0.01 and one with two derivations about 2
 // on either clock, so both bounds tell them apart with a wide margin.
 // Without load the wall ratios differ by about 3 %; beside the rest of the
-// suite under -race on 2 cores they differed by up to 43 %, which the
-// process's CPU time does not (its spread stays within a few per cent).
-// The catalogue's 10 % is checked against the binary on a quiet machine.
+// suite under -race on 2 cores they differed by up to 43 %, and by up to
+// 65 % beside two busy loops, while the process's CPU time stayed within
+// 3 to 4.5 % in the same runs. The wall-clock bound is therefore only a
+// backstop (a path that sleeps or skips the derivation), and the
+// catalogue's 10 % on the wall clock is checked against the binary
+// (authbench catalogue -row S4).
 const (
 	timingRounds    = 15
 	timingBatches   = 3
-	timingBound     = 0.20
-	timingWallBound = 0.60
+	timingBound     = 0.10
+	timingWallBound = 0.90
 )
 
 // timedPath is one refusal path of TestTimingUnknownUser and its times.

@@ -301,6 +301,7 @@ func (c *common) options(log zerolog.Logger) ([]authsrv.Option, error) {
 		authsrv.WithKDFBudget(c.kdfBudget<<20, authsrv.DefaultKDFMaxWait),
 		authsrv.WithOpenTimeout(c.openTimeout),
 		authsrv.WithResolverTypes(builtin.Types(builtin.WithFileRoots(roots...), builtin.WithDataDir(dataDir))),
+		authsrv.WithFileRoots(roots...),
 	}
 	if c.nodeName != "" {
 		opts = append(opts, authsrv.WithNodeName(c.nodeName))
@@ -323,7 +324,7 @@ func (e *env) serve(args []string) error {
 	drain := fs.Duration("shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
 	autoResync := fs.Bool("auto-resync", false, "AutoResync: an HOTP, paper or TOTP token out of its window resynchronises when two consecutive values arrive within -auto-resync-timeout")
 	autoResyncTimeout := fs.Duration("auto-resync-timeout", 300*time.Second, "how long after the first value of an AutoResync the second may come")
-	fs.Var(&c.fileRoots, "file-root", "directory a passwd resolver's file may lie in (repeatable; in AUTHSRV_FILE_ROOT separate several with ':'); default: "+DefaultFileRoot+" and the data directory's files subfolder. The data directory's own files are never readable")
+	fs.Var(&c.fileRoots, "file-root", "directory the files an administrator names may lie in: a passwd resolver's file, an LDAP resolver's TLS_CA_FILE, an SMTP server's S/MIME key and certificate (repeatable; in AUTHSRV_FILE_ROOT separate several with ':'); default: "+DefaultFileRoot+" and the data directory's files subfolder. The data directory's own files are never readable")
 	fs.Var(&c.allowDial, "allow-dial", allowDialUsage)
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, "the Go collector's GOGC: how far the heap grows past the live data before a collection (-1: off); GOGC in the environment wins over this default")
 	if err := e.parse(fs, args); err != nil {

@@ -344,10 +344,18 @@ func TestLimiter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Each derivation stays inside until two have been inside at
+		// once (or 10 s pass, on a machine too loaded to start a second
+		// goroutine), then a little longer, so that a third would show
+		// if the lanes let it in; a sleep alone could miss the overlap
+		// when the goroutines start slowly.
 		var now, most atomic.Int32
 		secret.SetKDFHook(h, func() {
 			c := now.Add(1)
 			for m := most.Load(); c > m && !most.CompareAndSwap(m, c); m = most.Load() {
+			}
+			for end := time.Now().Add(10 * time.Second); most.Load() < 2 && time.Now().Before(end); {
+				time.Sleep(time.Millisecond)
 			}
 			time.Sleep(20 * time.Millisecond)
 			now.Add(-1)

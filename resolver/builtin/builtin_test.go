@@ -75,3 +75,30 @@ func TestTypesWithFileRoots(t *testing.T) {
 		})
 	}
 }
+
+// The same options confine the LDAP type's TLS_CA_FILE.
+func TestTypesConfineLDAPCAFile(t *testing.T) {
+	base := t.TempDir()
+	root, data := filepath.Join(base, "root"), filepath.Join(base, "data")
+	for _, d := range []string{root, data} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enckey := filepath.Join(data, "enckey")
+	if err := os.WriteFile(enckey, []byte("key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	typ := builtin.Types(builtin.WithFileRoots(root), builtin.WithDataDir(data))["ldapresolver"]
+	cfg := func(file string) resolver.Config {
+		return resolver.Config{"LDAPURI": "ldaps://127.0.0.1:1", "LDAPBASE": "dc=x", "LOGINNAMEATTRIBUTE": "uid", "TLS_CA_FILE": file}
+	}
+	for _, file := range []string{enckey, "/etc/ssl/certs/ca-certificates.crt"} {
+		if err := typ.Validate(cfg(file)); err == nil || !strings.Contains(err.Error(), file) {
+			t.Errorf("Validate(TLS_CA_FILE=%s) = %v; want a refusal naming the file", file, err)
+		}
+	}
+	if err := typ.Validate(cfg(filepath.Join(root, "ca.pem"))); err != nil {
+		t.Errorf("Validate(a CA file beneath the root) = %v", err)
+	}
+}

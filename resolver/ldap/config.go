@@ -1,15 +1,14 @@
 package ldap
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net"
 	"net/url"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	goldap "github.com/go-ldap/ldap/v3"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/fileroot"
 	"github.com/authsrv/authsrv/resolver"
 )
 
@@ -40,13 +40,36 @@ const maxTimeout = 10 * time.Minute
 // empty.
 var defaultObjectClasses = []string{"top", "person", "organizationalPerson", "inetOrgPerson"}
 
-// Type returns the ldapresolver type for the resolver registry.
-func Type() resolver.Type {
+// Type returns the ldapresolver type for the resolver registry, with a
+// TLS_CA_FILE that may be any regular file outside /proc, /sys and /dev
+// (TypeConfined with the zero Confinement).
+func Type() resolver.Type { return TypeConfined(fileroot.Confinement{}) }
+
+// TypeConfined returns the ldapresolver type whose TLS_CA_FILE is confined
+// by files: a name that breaks a rule is refused when the configuration is
+// saved, and the file is opened under the same rules whenever a store is
+// built, so that the CA file cannot probe the server's keys or the
+// system's files.
+func TypeConfined(files fileroot.Confinement) resolver.Type {
+	files = files.Copy()
 	return resolver.Type{
-		Name:         TypeName,
-		Params:       params(),
-		Validate:     Validate,
-		New:          resolver.Constructor(New),
+		Name:   TypeName,
+		Params: params(),
+		Validate: func(cfg resolver.Config) error {
+			c, err := parseConfig(cfg)
+			if err != nil {
+				return err
+			}
+			if c.caFile != "" {
+				if err := files.Check(c.caFile); err != nil {
+					return configError("TLS_CA_FILE is refused: %s", fileroot.Describe(err, c.caFile))
+				}
+			}
+			return nil
+		},
+		New: resolver.Constructor(func(ctx context.Context, cfg resolver.Config, env resolver.Env) (*Store, error) {
+			return newStore(ctx, cfg, env, files)
+		}),
 		Editable:     editable,
 		CacheTimeout: cacheTimeout,
 	}
@@ -453,9 +476,13 @@ func parseURI(s string) (server, error) {
 	return server{url: scheme + "://" + addr, scheme: scheme, addr: addr, host: host}, nil
 }
 
+// maxCAFile caps the TLS_CA_FILE read (a system bundle is a few hundred
+// KiB).
+const maxCAFile = 4 << 20
+
 // tlsConfig builds the client TLS configuration (nil when no server uses
-// TLS). The CA file is read here, at New, not at Validate.
-func (c *config) tlsConfig() (*tls.Config, error) {
+// TLS). The CA file is read here, at New, not at Validate, under files.
+func (c *config) tlsConfig(files fileroot.Confinement) (*tls.Config, error) {
 	if !c.useTLS {
 		return nil, nil
 	}
@@ -467,9 +494,9 @@ func (c *config) tlsConfig() (*tls.Config, error) {
 	if c.caFile != "" || c.caPEM != "" {
 		pool := x509.NewCertPool()
 		if c.caFile != "" {
-			b, err := os.ReadFile(c.caFile)
+			b, err := files.ReadFile(c.caFile, maxCAFile)
 			if err != nil {
-				return nil, configError("TLS_CA_FILE cannot be read: %v", errors.Unwrap(err))
+				return nil, configError("TLS_CA_FILE cannot be read: %s", fileroot.Describe(err, c.caFile))
 			}
 			if !pool.AppendCertsFromPEM(b) {
 				return nil, configError("TLS_CA_FILE holds no PEM certificate.")

@@ -14,6 +14,7 @@ import (
 	goldap "github.com/go-ldap/ldap/v3"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/fileroot"
 	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/resolver"
 )
@@ -43,6 +44,11 @@ var errAmbiguous = apierr.New(apierr.Resolver, "The user name matches several us
 // New builds a store from cfg. It does not connect; TLS_CA_FILE is read
 // here.
 func New(ctx context.Context, cfg resolver.Config, env resolver.Env) (*Store, error) {
+	return newStore(ctx, cfg, env, fileroot.Confinement{})
+}
+
+// newStore is New with TLS_CA_FILE read under files (TypeConfined).
+func newStore(ctx context.Context, cfg resolver.Config, env resolver.Env, files fileroot.Confinement) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -50,7 +56,7 @@ func New(ctx context.Context, cfg resolver.Config, env resolver.Env) (*Store, er
 	if err != nil {
 		return nil, err
 	}
-	tc, err := c.tlsConfig()
+	tc, err := c.tlsConfig(files)
 	if err != nil {
 		return nil, err
 	}

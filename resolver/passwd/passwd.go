@@ -9,7 +9,8 @@
 // directory trees the operator names and keeps the server's data
 // directory out of reach (shared/spec reliability A10, B7).
 //
-// Package passwd imports resolver and apierr only; it never serves HTTP.
+// Package passwd imports resolver, apierr and fileroot only; it never
+// serves HTTP.
 package passwd
 
 import (
@@ -22,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/fileroot"
 	"github.com/authsrv/authsrv/resolver"
 )
 
@@ -59,22 +61,16 @@ func TypeWithRoot(root string) resolver.Type {
 
 // Confinement says which files an administrator may name as a passwd
 // file, so that a resolver cannot turn the server's keys or the system's
-// secrets into a user list.
-type Confinement struct {
-	// Roots are the directory trees the file must lie beneath after its
-	// symbolic links are resolved (any one of them); none means anywhere.
-	// They are resolved at every check, so they need not exist yet.
-	Roots []string
-	// DataDir is the server's data directory: nothing in it or beneath it
-	// is ever read, except beneath its files subfolder. "" protects none.
-	DataDir string
-}
+// secrets into a user list: the roots the file must lie beneath (none
+// means anywhere) and the data directory whose files are never read (but
+// for its files subfolder). See package fileroot for the rules.
+type Confinement = fileroot.Confinement
 
 // TypeConfined returns the passwd store type confined by c: a file that
 // breaks a rule is refused when the configuration is saved and is never
 // opened on a later (re)load either.
 func TypeConfined(c Confinement) resolver.Type {
-	pol := policy{roots: append([]string(nil), c.Roots...), dataDir: c.DataDir}
+	pol := policy{files: c.Copy()}
 	return resolver.Type{
 		Name: TypeName,
 		Params: []resolver.Param{

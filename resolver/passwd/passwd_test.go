@@ -316,7 +316,10 @@ func TestCheckPassword(t *testing.T) {
 			if got := passwd.Verify(tc.hash, "alice-Pw1"); got != tc.want {
 				t.Errorf("Verify(%q) = %v, want %v", tc.hash, got, tc.want)
 			}
-			if d := time.Since(start); d > 3*time.Second {
+			// A hash refused for its cost would take hours to run; 15 s
+			// tells that apart from a real verification on a busy
+			// machine under -race.
+			if d := time.Since(start); d > 15*time.Second {
 				t.Errorf("took %v", d)
 			}
 			if tc.want && passwd.Verify(tc.hash, "alice-Pw2") {
@@ -437,7 +440,7 @@ func TestReload(t *testing.T) {
 }
 
 // TestReloadRealClock checks the default clock: an appended user shows up
-// within two seconds.
+// (after about a second; the bound is generous for a loaded machine).
 func TestReloadRealClock(t *testing.T) {
 	t.Parallel()
 	h := fixtures(t)
@@ -446,13 +449,15 @@ func TestReloadRealClock(t *testing.T) {
 	r := open(t, passwd.Type(), resolver.Config{passwd.ParamFilename: path}, resolver.Env{})
 	defer r.Close()
 	appendLines(t, path, line(resolvertest.Users[1], h["bob"], 1002))
-	deadline := time.Now().Add(2500 * time.Millisecond)
+	// The store looks every second; the deadline leaves a loaded machine
+	// room (the loop ends as soon as bob shows).
+	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if _, err := r.UserID(t.Context(), "bob"); err == nil {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the appended user did not show up within 2.5 s")
+			t.Fatal("the appended user did not show up within 15 s")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

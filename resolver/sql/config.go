@@ -45,7 +45,9 @@ func validIdent(s string) bool { return len(s) <= 128 && identRE.MatchString(s) 
 // hashTypes are the Password_Hash_Type values for writes.
 var hashTypes = []string{"SSHA256", "SSHA", "SSHA512", "SHA", "PHPASS", "OTRS", "SHA256CRYPT", "SHA512CRYPT", "MD5CRYPT"}
 
-// Type returns the sqlresolver type for the resolver registry.
+// Type returns the sqlresolver type for the resolver registry, with files
+// (a SQLite database, PostgreSQL certificate files) anywhere; TypeConfined
+// confines them.
 func Type() resolver.Type {
 	return resolver.Type{
 		Name:         TypeName,
@@ -177,6 +179,9 @@ func parseConfig(cfg resolver.Config) (*config, error) {
 	}
 	if c.dialect != dialectSQLite && c.database == "" {
 		bad("Database is missing")
+	}
+	if c.dialect == dialectMySQL && allowsAllFiles(c.conParams) {
+		bad("conParams allowAllFiles is refused: it lets the database server read any file of this host")
 	}
 
 	if v := get(cfg, "Port"); v != "" {
