@@ -39,7 +39,7 @@ func (c *catalogue) rowF2(ctx context.Context) error {
 	if err := c.writeUsers(ctx, f2Users); err != nil {
 		return err
 	}
-	passwd := filepath.Join(c.cfg.dataDir, "files", "passwd")
+	usersFile := filepath.Join(c.cfg.dataDir, "files", "passwd")
 	var totals struct{ sent, acked, ackedChecked, unackedPresent, unackedAbsent int }
 	present := map[string]int{} // kind -> objects found after their cycle's restart
 	var restarts []float64
@@ -47,7 +47,7 @@ func (c *catalogue) rowF2(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		objs, werr := c.f2Write(ctx, cycle, passwd)
+		objs, werr := c.f2Write(ctx, cycle, usersFile)
 		if werr != nil {
 			return fmt.Errorf("cycle %d: %w", cycle+1, werr)
 		}
@@ -64,7 +64,7 @@ func (c *catalogue) rowF2(ctx context.Context) error {
 		}
 		for _, o := range objs {
 			totals.sent++
-			found, problem, err := c.f2Check(ctx, o, passwd)
+			found, problem, err := c.f2Check(ctx, o, usersFile)
 			if err != nil {
 				return fmt.Errorf("cycle %d: checking %s %s: %w", cycle+1, o.kind, o.name, err)
 			}
@@ -137,7 +137,7 @@ func (c *catalogue) waitReady(ctx context.Context) error {
 // f2Write runs the writers until a random moment between -kill-min and
 // -kill-max, kills the server with SIGKILL and returns every object a
 // writer sent.
-func (c *catalogue) f2Write(ctx context.Context, cycle int, passwd string) ([]*f2Object, error) {
+func (c *catalogue) f2Write(ctx context.Context, cycle int, usersFile string) ([]*f2Object, error) {
 	var mu sync.Mutex
 	var objs []*f2Object
 	var firstRefusal error
@@ -151,7 +151,7 @@ func (c *catalogue) f2Write(ctx context.Context, cycle int, passwd string) ([]*f
 				mu.Lock()
 				objs = append(objs, o)
 				mu.Unlock()
-				err := c.f2Send(wctx, o, passwd)
+				err := c.f2Send(wctx, o, usersFile)
 				mu.Lock()
 				if err == nil {
 					o.acked = true
@@ -213,7 +213,7 @@ const (
 	f2PolicyAction = "otppin=tokenpin"
 )
 
-func (c *catalogue) f2Send(ctx context.Context, o *f2Object, passwd string) error {
+func (c *catalogue) f2Send(ctx context.Context, o *f2Object, usersFile string) error {
 	var err error
 	switch o.kind {
 	case "token":
@@ -223,14 +223,14 @@ func (c *catalogue) f2Send(ctx context.Context, o *f2Object, passwd string) erro
 		_, err = c.api.post(ctx, "/policy/"+o.name, url.Values{"scope": {f2PolicyScope}, "action": {f2PolicyAction},
 			"realm": {c.realm}, "active": {"true"}})
 	case "resolver":
-		_, err = c.api.post(ctx, "/resolver/"+o.name, url.Values{"type": {"passwdresolver"}, "fileName": {passwd}})
+		_, err = c.api.post(ctx, "/resolver/"+o.name, url.Values{"type": {"passwdresolver"}, "fileName": {usersFile}})
 	}
 	return err
 }
 
 // f2Check reports whether o exists after the restart and, if so, what is
 // wrong with it ("" when it is complete).
-func (c *catalogue) f2Check(ctx context.Context, o *f2Object, passwd string) (bool, string, error) {
+func (c *catalogue) f2Check(ctx context.Context, o *f2Object, usersFile string) (bool, string, error) {
 	switch o.kind {
 	case "token":
 		env, err := c.api.get(ctx, "/token/?serial="+url.QueryEscape(o.name))
@@ -306,7 +306,7 @@ func (c *catalogue) f2Check(ctx context.Context, o *f2Object, passwd string) (bo
 		if !ok {
 			return false, "", nil
 		}
-		if r.Type != "passwdresolver" || r.Data["fileName"] != passwd {
+		if r.Type != "passwdresolver" || r.Data["fileName"] != usersFile {
 			return true, fmt.Sprintf("type %q data %v", r.Type, r.Data), nil
 		}
 		return true, "", nil
