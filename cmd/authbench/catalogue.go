@@ -58,6 +58,10 @@ type catConfig struct {
 	probe     time.Duration
 	sample    time.Duration
 	csv       string
+	// auditMaxEntries and auditCleanup are the audit retention the
+	// server runs with in L6 (0 entries: none)
+	auditMaxEntries int64
+	auditCleanup    time.Duration
 	// L7
 	slow              int
 	readHeaderTimeout time.Duration
@@ -100,6 +104,8 @@ func parseCatalogue(args []string, stderr io.Writer) (*catConfig, error) {
 	fs.DurationVar(&c.probe, "probe", 10*time.Second, "L6: how long the maximum rate is measured")
 	fs.DurationVar(&c.sample, "sample", 10*time.Second, "L6: interval between samples of RSS, descriptors, threads and store size")
 	fs.StringVar(&c.csv, "csv", "", "L6: write the samples to this CSV file")
+	fs.Int64Var(&c.auditMaxEntries, "audit-max-entries", 50000, "L6: the server keeps the newest N audit entries (authsrv serve -audit-max-entries); the row checks that the retention ran (0: no retention, every entry is kept and counted)")
+	fs.DurationVar(&c.auditCleanup, "audit-cleanup-interval", 10*time.Second, "L6: how often the server's audit retention runs")
 	fs.IntVar(&c.slow, "slow", 500, "L7: slow connections held open alongside the load")
 	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 5*time.Second, "L7: the server's ReadHeaderTimeout")
 	fs.IntVar(&c.cycles, "cycles", 3, "F2: kill -9 cycles")
@@ -144,6 +150,9 @@ func parseCatalogue(args []string, stderr io.Writer) (*catConfig, error) {
 	if c.rateShare <= 0 || c.rateShare > 1 {
 		errs = append(errs, fmt.Errorf("-rate-share %g: want more than 0 and at most 1", c.rateShare))
 	}
+	if c.auditMaxEntries < 0 || c.auditCleanup <= 0 {
+		errs = append(errs, fmt.Errorf("-audit-max-entries %d, -audit-cleanup-interval %s: want at least 0 and more than 0", c.auditMaxEntries, c.auditCleanup))
+	}
 	if c.killMin <= 0 || c.killMax < c.killMin {
 		errs = append(errs, fmt.Errorf("-kill-min %s, -kill-max %s: want 0 < min <= max", c.killMin, c.killMax))
 	}
@@ -160,16 +169,17 @@ type bounds struct {
 	SlopeRSS    float64       // L6: fitted rise of RSS over the run ≤ this share of its start
 	SlopeFDs    float64       // L6: fitted rise of descriptors over the run
 	SlopeThread float64       // L6: fitted rise of threads over the run
+	SlopeDB     float64       // L6 with audit retention: fitted rise of the store's file over the run ≤ this share of its start
 	S4Spread    float64       // S4: how far the refusal paths' relative medians may differ
 }
 
 func boundsFor(name string) bounds {
 	if name == "ci" {
 		return bounds{RSSGrowth: 1.0, FDSlack: 8, P99Ratio: 50, CloseSlack: 10 * time.Second,
-			SlopeRSS: 0.5, SlopeFDs: 10, SlopeThread: 10, S4Spread: 0.6}
+			SlopeRSS: 0.5, SlopeFDs: 10, SlopeThread: 10, SlopeDB: 0.5, S4Spread: 0.6}
 	}
 	return bounds{L1P99: 50 * time.Millisecond, RSSGrowth: 0.2, FDSlack: 2, P99Ratio: 2, CloseSlack: 2 * time.Second,
-		SlopeRSS: 0.1, SlopeFDs: 3, SlopeThread: 3, S4Spread: 0.1}
+		SlopeRSS: 0.1, SlopeFDs: 3, SlopeThread: 3, SlopeDB: 0.1, S4Spread: 0.1}
 }
 
 // rowResult is what a row prints and appends to -out.
@@ -263,6 +273,9 @@ func (c *catalogue) run(ctx context.Context) error {
 		// The row's SMTP sink listens on loopback, which the server's
 		// dial policy refuses unless allowed.
 		args = append([]string{"-allow-dial=127.0.0.0/8"}, args...)
+	}
+	if c.cfg.row == "L6" && c.cfg.auditMaxEntries > 0 {
+		args = append([]string{fmt.Sprintf("-audit-max-entries=%d", c.cfg.auditMaxEntries), "-audit-cleanup-interval=" + c.cfg.auditCleanup.String()}, args...)
 	}
 	srv, err := startServer(ctx, c.cfg.server, dir, args)
 	if err != nil {

@@ -162,7 +162,7 @@ func TestCatalogueRows(t *testing.T) {
 	t.Run("L6", func(t *testing.T) {
 		csv := filepath.Join(t.TempDir(), "soak.csv")
 		code, res, out := runRow(t, append(common, "-row", "L6", "-duration", "3s", "-probe", "1s", "-warmup", "1s",
-			"-sample", "250ms", "-csv", csv)...)
+			"-sample", "250ms", "-csv", csv, "-audit-max-entries", "0")...)
 		wantPassed(t, code, res, out)
 		b, err := os.ReadFile(csv)
 		if err != nil {
@@ -178,6 +178,18 @@ func TestCatalogueRows(t *testing.T) {
 		// The rate is held near its target.
 		if got, want := figure(t, res, "soak.requests_per_second"), figure(t, res, "rate_target"); got > want*1.1+5 {
 			t.Errorf("soak at %v requests/s, target %v", got, want)
+		}
+	})
+	t.Run("L6 with audit retention", func(t *testing.T) {
+		code, res, out := runRow(t, append(common, "-row", "L6", "-duration", "3s", "-probe", "1s", "-warmup", "1s",
+			"-sample", "250ms", "-audit-max-entries", "300", "-audit-cleanup-interval", "500ms")...)
+		wantPassed(t, code, res, out)
+		soak, sent := figure(t, res, "audit_soak_entries"), figure(t, res, "soak.requests")
+		if soak != sent+4 { // the driver's own audit reads
+			t.Errorf("%v audit entries for %v requests", soak, sent)
+		}
+		if n := figure(t, res, "audit_after.count"); n > 300 || figure(t, res, "audit_after.oldest") <= figure(t, res, "audit_before.oldest") {
+			t.Errorf("retention did not run: before %v, after %v", res.Figures["audit_before"], res.Figures["audit_after"])
 		}
 	})
 	t.Run("S4", func(t *testing.T) {
@@ -226,6 +238,8 @@ func TestCatalogueFlags(t *testing.T) {
 		{[]string{"-row", "L1", "-server", "/bin/sh", "-bounds", "loose"}, `-bounds "loose"`},
 		{[]string{"-row", "F2", "-server", "/bin/sh", "-kill-min", "2s", "-kill-max", "1s"}, "-kill-min"},
 		{[]string{"-row", "L6", "-server", "/bin/sh", "-rate-share", "1.5"}, "-rate-share"},
+		{[]string{"-row", "L6", "-server", "/bin/sh", "-audit-max-entries", "-1"}, "-audit-max-entries -1"},
+		{[]string{"-row", "L6", "-server", "/bin/sh", "-audit-cleanup-interval", "0s"}, "-audit-cleanup-interval 0s"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(t.Context(), append([]string{"catalogue"}, tc.args...), &stdout, &stderr, func(string) string { return "" })

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/csv"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -583,6 +584,13 @@ func (c *catalogue) rowL6(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	retain := c.cfg.auditMaxEntries > 0
+	var endsBefore auditEnds
+	if retain {
+		if endsBefore, err = c.auditEnds(ctx); err != nil {
+			return err
+		}
+	}
 	var csvW *csv.Writer
 	if c.cfg.csv != "" {
 		f, err := os.Create(c.cfg.csv)
@@ -634,20 +642,26 @@ func (c *catalogue) rowL6(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	got, err := c.waitAudit(ctx, auditBefore+load.Requests)
-	if err != nil {
-		return err
+	if retain {
+		if err := c.checkRetention(ctx, endsBefore, load.Requests); err != nil {
+			return err
+		}
+	} else {
+		got, err := c.waitAudit(ctx, auditBefore+load.Requests)
+		if err != nil {
+			return err
+		}
+		c.set("audit_added", got-auditBefore)
+		if got-auditBefore != load.Requests {
+			c.res.fail("audit: %d validate entries added, %d requests sent", got-auditBefore, load.Requests)
+		}
 	}
 	c.set("probe", probe)
 	c.set("rate_target", round3(rate))
 	c.set("soak", load)
 	c.set("idle", idle)
 	c.set("after", after)
-	c.set("audit_added", got-auditBefore)
 	c.set("samples", len(samples))
-	if got-auditBefore != load.Requests {
-		c.res.fail("audit: %d validate entries added, %d requests sent", got-auditBefore, load.Requests)
-	}
 	var kept []timedSample
 	for _, s := range samples {
 		if s.T >= c.cfg.warmup.Seconds() {
@@ -691,6 +705,99 @@ func (c *catalogue) rowL6(ctx context.Context) error {
 	}
 	if thSlope*span > c.b.SlopeThread {
 		c.res.fail("threads rise by %.1f over %.0f s after the warm-up (bound %g)", thSlope*span, span, c.b.SlopeThread)
+	}
+	// With the retention removing as many entries as arrive, bbolt reuses
+	// the freed pages and the file stops growing.
+	if dbStart := float64(first.DBBytes); retain && dbStart > 0 && dbSlope*span > c.b.SlopeDB*dbStart {
+		c.res.fail("the store's file grows by %.1f%% over %.0f s after the warm-up although the audit retention runs (bound %.0f%%)", 100*dbSlope*span/dbStart, span, 100*c.b.SlopeDB)
+	}
+	return nil
+}
+
+// auditEnds are the audit log's entry count, its oldest and newest
+// entry numbers and the newest /validate/ entry's number.
+type auditEnds struct {
+	Count          int64 `json:"count"`
+	Oldest         int64 `json:"oldest"`
+	Newest         int64 `json:"newest"`
+	NewestValidate int64 `json:"newest_validate"`
+}
+
+// auditDriverCalls is how many audited reads of the driver may lie among
+// the soak's entries: the count before the soak and auditEnds' three.
+const auditDriverCalls = 4
+
+func (c *catalogue) auditEnds(ctx context.Context) (auditEnds, error) {
+	var e auditEnds
+	first := func(query string) (count, number int64, err error) {
+		env, err := c.api.get(ctx, "/audit/?page_size=1"+query)
+		if err != nil {
+			return 0, 0, fmt.Errorf("reading the audit log: %w", err)
+		}
+		var v struct {
+			Count int64 `json:"count"`
+			Data  []struct {
+				Number int64 `json:"number"`
+			} `json:"auditdata"`
+		}
+		if err := json.Unmarshal(env.Result.Value, &v); err != nil {
+			return 0, 0, fmt.Errorf("reading the audit log: %w", err)
+		}
+		if len(v.Data) > 0 {
+			number = v.Data[0].Number
+		}
+		return v.Count, number, nil
+	}
+	var err error
+	if e.Count, e.Newest, err = first(""); err != nil {
+		return e, err
+	}
+	if _, e.Oldest, err = first("&sortorder=asc"); err != nil {
+		return e, err
+	}
+	_, e.NewestValidate, err = first("&action=" + url.QueryEscape("*validate*"))
+	return e, err
+}
+
+// checkRetention checks L6's audit with the retention on: no /validate/
+// request of the soak went unaudited, and the retention ran (the log
+// holds at most -audit-max-entries once a cleanup interval passed, and
+// its oldest entry moved).
+//
+// Entries are numbered consecutively, so the soak's entries are those
+// after the newest /validate/ entry before it: one per request sent, and
+// the driver's own audited reads after that entry (auditDriverCalls).
+func (c *catalogue) checkRetention(ctx context.Context, before auditEnds, sent int64) error {
+	deadline := time.Now().Add(c.cfg.auditCleanup + 10*time.Second)
+	var after auditEnds
+	for {
+		var err error
+		if after, err = c.auditEnds(ctx); err != nil {
+			return err
+		}
+		done := after.NewestValidate-before.NewestValidate >= sent && after.Count <= c.cfg.auditMaxEntries
+		if done || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		sleep(ctx, 500*time.Millisecond)
+	}
+	written := after.NewestValidate - before.NewestValidate
+	c.set("audit_before", before)
+	c.set("audit_after", after)
+	c.set("audit_soak_entries", written)
+	c.set("audit_max_entries", c.cfg.auditMaxEntries)
+	if written != sent+auditDriverCalls {
+		c.res.fail("audit: %d entries for the soak's %d requests and the driver's %d reads", written, sent, auditDriverCalls)
+	}
+	if after.Newest <= c.cfg.auditMaxEntries {
+		c.res.fail("audit rotation: only %d entries written, not more than -audit-max-entries %d: the retention had nothing to remove (lower -audit-max-entries or make the soak longer)", after.Newest, c.cfg.auditMaxEntries)
+		return nil
+	}
+	if after.Count > c.cfg.auditMaxEntries {
+		c.res.fail("audit rotation did not run: %d entries %s after the soak, -audit-max-entries %d", after.Count, c.cfg.auditCleanup, c.cfg.auditMaxEntries)
+	}
+	if after.Oldest <= before.Oldest {
+		c.res.fail("audit rotation did not run: the oldest entry is still number %d", after.Oldest)
 	}
 	return nil
 }

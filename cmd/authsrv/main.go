@@ -326,6 +326,8 @@ func (e *env) serve(args []string) error {
 	autoResyncTimeout := fs.Duration("auto-resync-timeout", 300*time.Second, "how long after the first value of an AutoResync the second may come")
 	fs.Var(&c.fileRoots, "file-root", "directory the files an administrator names may lie in: a passwd resolver's file, an LDAP resolver's TLS_CA_FILE, an SMTP server's S/MIME key and certificate (repeatable; in AUTHSRV_FILE_ROOT separate several with ':'); default: "+DefaultFileRoot+" and the data directory's files subfolder. The data directory's own files are never readable")
 	fs.Var(&c.allowDial, "allow-dial", allowDialUsage)
+	var retention auditRetention
+	retention.register(fs)
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, "the Go collector's GOGC: how far the heap grows past the live data before a collection (-1: off); GOGC in the environment wins over this default")
 	if err := e.parse(fs, args); err != nil {
 		return err
@@ -359,6 +361,11 @@ func (e *env) serve(args []string) error {
 		return err
 	}
 	opts = append(opts, authsrv.WithTokenSettings(token.Settings{AutoResync: *autoResync, AutoResyncTimeout: *autoResyncTimeout}))
+	if ret, err := retention.option(fs); err != nil {
+		return err
+	} else if ret != nil {
+		opts = append(opts, ret)
+	}
 	s, err := authsrv.New(opts...)
 	if err != nil {
 		return err

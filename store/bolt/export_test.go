@@ -42,3 +42,14 @@ func OpenNoSync(path string, opts Options) (*DB, error) { return open(path, opts
 
 // DataSize is the size of the file's data (its high-water mark).
 func DataSize(db *DB) int64 { return db.dataSize() }
+
+// LeafFill is the share of the leaf pages of bucket that holds data.
+func LeafFill(db *DB, bucket string) (float64, error) {
+	var fill float64
+	err := db.bdb.View(func(tx *bbolt.Tx) error {
+		st := tx.Bucket([]byte(bucket)).Stats()
+		fill = float64(st.LeafInuse) / float64(st.LeafPageN*db.bdb.Info().PageSize)
+		return nil
+	})
+	return fill, err
+}

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -102,6 +103,9 @@ func (b *bucket) Put(key, value []byte) error {
 	if err != nil {
 		return err
 	}
+	if isAppend(bb, key) {
+		bb.FillPercent = appendFillPercent
+	}
 	// bbolt keeps value until commit; copy it (never nil: a nil value
 	// would read back as a missing key).
 	v := append(make([]byte, 0, len(value)), value...)
@@ -110,6 +114,20 @@ func (b *bucket) Put(key, value []byte) error {
 	}
 	b.tx.mods++
 	return nil
+}
+
+// appendFillPercent is how full bbolt fills the pages it splits in a
+// bucket that a transaction appends to. Its default, half full, suits
+// keys that arrive in any order; keys that only ever grow (the audit log,
+// keyed by its sequence) would leave every page half empty forever,
+// which doubles the file and the pages that bbolt tracks in memory.
+const appendFillPercent = 1.0
+
+// isAppend reports whether key is the number the bucket's sequence just
+// handed out (store.Uint64Key(NextSequence())): such keys only grow.
+func isAppend(bb *bbolt.Bucket, key []byte) bool {
+	seq := bb.Sequence()
+	return len(key) == 8 && seq > 0 && binary.BigEndian.Uint64(key) == seq
 }
 
 func (b *bucket) Delete(key []byte) error {
