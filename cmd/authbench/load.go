@@ -189,16 +189,23 @@ type checkAnswer struct {
 // check sends one POST /validate/check and classifies the answer. The
 // message describes a failure without the pass.
 func (b *bench) check(ctx context.Context, u *benchUser, pass string) (outcome, string) {
-	rctx, cancel := context.WithTimeout(ctx, b.cfg.timeout)
-	defer cancel()
 	form := encodeForm(url.Values{"user": {u.Login}, "realm": {b.cfg.realm}, "pass": {pass}})
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, b.base+"/validate/check", strings.NewReader(form))
+	return postCheck(ctx, b.hc, b.cfg.timeout, b.base, form, b.cfg.mode != modeWrong)
+}
+
+// postCheck sends one /validate/check with form to base, within timeout,
+// and classifies the answer against the result.value wanted. A request
+// cut by the end of ctx (not of its own timeout) is outCancelled.
+func postCheck(ctx context.Context, hc *http.Client, timeout time.Duration, base, form string, want bool) (outcome, string) {
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, base+"/validate/check", strings.NewReader(form))
 	if err != nil {
 		return outTransport, err.Error()
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("User-Agent", userAgent)
-	resp, err := b.hc.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return outCancelled, ""
@@ -213,7 +220,7 @@ func (b *bench) check(ctx context.Context, u *benchUser, pass string) (outcome, 
 		}
 		return outTransport, "reading the answer: " + err.Error()
 	}
-	return classify(resp.StatusCode, body, b.cfg.mode != modeWrong)
+	return classify(resp.StatusCode, body, want)
 }
 
 // classify judges an answer: HTTP 200, status true and result.value equal

@@ -11,7 +11,6 @@ import (
 	"io"
 	"math"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -155,30 +154,7 @@ func (c *catalogue) validateLoad(ctx context.Context, clients int, d time.Durati
 
 // checkOnce sends one /validate/check and wants HTTP 200, value true.
 func (c *catalogue) checkOnce(ctx context.Context, base, form string) (outcome, string) {
-	rctx, cancel := context.WithTimeout(ctx, c.cfg.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, base+"/validate/check", strings.NewReader(form))
-	if err != nil {
-		return outTransport, err.Error()
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("User-Agent", userAgent)
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return outCancelled, ""
-		}
-		return outTransport, err.Error()
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	resp.Body.Close()
-	if err != nil {
-		if ctx.Err() != nil {
-			return outCancelled, ""
-		}
-		return outTransport, "reading the answer: " + err.Error()
-	}
-	return classify(resp.StatusCode, body, true)
+	return postCheck(ctx, c.hc, c.cfg.timeout, base, form, true)
 }
 
 // checkPhase fails the row for errors in a phase.

@@ -2,13 +2,11 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/authsrv/authsrv/internal/testsvc"
@@ -36,31 +34,16 @@ func sendTestMail(t *testing.T, addr, jwt string, port int) (any, string) {
 // a test mail to an SMTP server on a loopback port is refused with the
 // rule's message, and the port sees no connection.
 func TestServeAllowDialDefault(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			_ = c.Close()
-		}
-	}()
+	ln := testsvc.NewCountingListener(t)
 	dir := shortDir(t)
 	addr, jwt := serveFor(t, map[string]string{"AUTHSRV_DATA_DIR": dir, "AUTHSRV_LISTEN": "127.0.0.1:0", "AUTHSRV_LOG_LEVEL": "disabled"})
-	port := ln.Addr().(*net.TCPAddr).Port
+	port := ln.Port()
 	v, msg := sendTestMail(t, addr, jwt, port)
 	want := fmt.Sprintf("connection to 127.0.0.1:%d refused: the address is in a range the server does not dial (loopback); allow it with -allow-dial", port)
 	if v != false || !strings.Contains(msg, want) {
 		t.Errorf("send_test_email = %v, %q; want false and %q", v, msg, want)
 	}
-	if n := accepted.Load(); n != 0 {
+	if n := ln.Accepted(); n != 0 {
 		t.Errorf("the SMTP port saw %d connections", n)
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"net"
 	"strings"
-	"sync/atomic"
 	"testing"
 
+	"github.com/authsrv/authsrv/internal/testsvc"
 	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/resolver"
 	ldapresolver "github.com/authsrv/authsrv/resolver/ldap"
@@ -21,22 +21,7 @@ var loopback = netguard.MustParse("127.0.0.0/8", "::1/128")
 // before any connection; the resolver test names the address and the
 // rule, and the listener sees no connection.
 func TestDialPolicy(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			_ = c.Close()
-		}
-	}()
+	ln := testsvc.NewCountingListener(t)
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	for _, host := range []string{"127.0.0.1", "localhost"} {
 		r, err := ldapresolver.New(t.Context(), resolver.Config{
@@ -56,7 +41,7 @@ func TestDialPolicy(t *testing.T) {
 		}
 		_ = r.Close()
 	}
-	if n := accepted.Load(); n != 0 {
+	if n := ln.Accepted(); n != 0 {
 		t.Errorf("the listener saw %d connections", n)
 	}
 }

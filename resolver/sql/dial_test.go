@@ -2,12 +2,11 @@ package sql_test
 
 import (
 	"errors"
-	"net"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 
+	"github.com/authsrv/authsrv/internal/testsvc"
 	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/resolver"
 	sqlres "github.com/authsrv/authsrv/resolver/sql"
@@ -22,23 +21,8 @@ var loopback = netguard.MustParse("127.0.0.0/8", "::1/128")
 // before any connection; the resolver test names the address and the
 // rule, and the listener sees no connection.
 func TestDialPolicy(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			_ = c.Close()
-		}
-	}()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln := testsvc.NewCountingListener(t)
+	port := strconv.Itoa(ln.Port())
 	cases := []struct {
 		name, driver, server, want string
 	}{
@@ -70,7 +54,7 @@ func TestDialPolicy(t *testing.T) {
 			}
 		})
 	}
-	if n := accepted.Load(); n != 0 {
+	if n := ln.Accepted(); n != 0 {
 		t.Errorf("the listener saw %d connections", n)
 	}
 }
