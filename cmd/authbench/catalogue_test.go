@@ -195,7 +195,7 @@ func TestCatalogueRows(t *testing.T) {
 	t.Run("S4", func(t *testing.T) {
 		code, res, out := runRow(t, append(common, "-row", "S4", "-s4-rounds", "15")...)
 		wantPassed(t, code, res, out)
-		if figure(t, res, "rounds") != 15 || len(res.Figures["paths"].(map[string]any)) != 5 {
+		if figure(t, res, "rounds") != 15 || len(res.Figures["paths"].(map[string]any)) != 10 {
 			t.Errorf("figures %v", res.Figures)
 		}
 	})

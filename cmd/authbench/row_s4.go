@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -13,7 +14,8 @@ import (
 
 // Row S4: the refusals of /validate/check take the same time whatever the
 // reason. Five paths (unknown user, user without tokens, disabled token,
-// wrong PIN, wrong OTP) are sent one after the other, s4Rounds times,
+// wrong PIN, wrong OTP), in a realm without policies and in one under
+// hide_specific_error_message, are sent one after the other, s4Rounds times,
 // each round starting at another path so that the machine's noise hits
 // all alike. Each answer's time is taken relative to the median of its
 // round; the medians of those ratios per path may differ by less than the
@@ -31,29 +33,50 @@ func (c *catalogue) rowS4(ctx context.Context) error {
 	if err := c.writeUsers(ctx, []string{"alice", "bob", "carol"}); err != nil {
 		return err
 	}
-	for _, t := range []struct{ serial, user string }{{"S4A", "alice"}, {"S4C", "carol"}} {
-		if _, err := c.api.post(ctx, "/token/init", url.Values{"type": {"hotp"}, "otpkey": {"3132333435363738393031323334353637383930"},
-			"serial": {t.serial}, "user": {t.user}, "realm": {c.realm}, "pin": {"pin"}}); err != nil {
-			return fmt.Errorf("enrolling %s: %w", t.serial, err)
+	// The same users in a second realm under hide_specific_error_message,
+	// through a second resolver on the same file.
+	if _, err := c.api.post(ctx, "/resolver/cat_hidden", url.Values{"type": {"passwdresolver"},
+		"fileName": {filepath.Join(c.cfg.dataDir, "files", "passwd")}}); err != nil {
+		return fmt.Errorf("creating resolver cat_hidden: %w", err)
+	}
+	if _, err := c.api.post(ctx, "/realm/hidden", url.Values{"resolvers": {"cat_hidden"}}); err != nil {
+		return fmt.Errorf("creating realm hidden: %w", err)
+	}
+	if _, err := c.api.post(ctx, "/policy/cat_hide", url.Values{"scope": {"authentication"}, "action": {"hide_specific_error_message"},
+		"realm": {"hidden"}, "active": {"true"}}); err != nil {
+		return fmt.Errorf("creating policy hide_specific_error_message: %w", err)
+	}
+	var paths []*s4Path
+	for _, realm := range []string{c.realm, "hidden"} {
+		for _, t := range []struct{ serial, user string }{{"S4A-" + realm, "alice"}, {"S4C-" + realm, "carol"}} {
+			if _, err := c.api.post(ctx, "/token/init", url.Values{"type": {"hotp"}, "otpkey": {"3132333435363738393031323334353637383930"},
+				"serial": {t.serial}, "user": {t.user}, "realm": {realm}, "pin": {"pin"}}); err != nil {
+				return fmt.Errorf("enrolling %s: %w", t.serial, err)
+			}
+			// The refusals must not lock the token: a locked token is
+			// another path, refused before any PIN check.
+			if _, err := c.api.post(ctx, "/token/set", url.Values{"serial": {t.serial}, "max_failcount": {"1000000"}}); err != nil {
+				return fmt.Errorf("max_failcount of %s: %w", t.serial, err)
+			}
 		}
-		// The refusals must not lock the token: a locked token is
-		// another path, refused before any PIN check.
-		if _, err := c.api.post(ctx, "/token/set", url.Values{"serial": {t.serial}, "max_failcount": {"1000000"}}); err != nil {
-			return fmt.Errorf("max_failcount of %s: %w", t.serial, err)
+		if _, err := c.api.post(ctx, "/token/disable", url.Values{"serial": {"S4C-" + realm}}); err != nil {
+			return fmt.Errorf("disabling S4C-%s: %w", realm, err)
 		}
-	}
-	if _, err := c.api.post(ctx, "/token/disable", url.Values{"serial": {"S4C"}}); err != nil {
-		return fmt.Errorf("disabling S4C: %w", err)
-	}
-	form := func(user, pass string) string {
-		return url.Values{"user": {user}, "realm": {c.realm}, "pass": {pass}}.Encode()
-	}
-	paths := []*s4Path{
-		{name: "unknown user", form: form("eve", "pin123456"), want: `"code":904`},
-		{name: "user without tokens", form: form("bob", "pin123456"), want: "The user has no tokens assigned"},
-		{name: "disabled token", form: form("carol", "pin123456"), want: `"value":false`},
-		{name: "wrong PIN", form: form("alice", "nip123456"), want: "wrong otp pin"},
-		{name: "wrong OTP", form: form("alice", "pin123456"), want: "wrong otp value"},
+		add := func(name, user, pass, want string) {
+			if realm == "hidden" {
+				want = `"message":"Authentication failed."`
+				if name == "unknown user" {
+					want = `"message":"ERR403: Authentication failed."`
+				}
+			}
+			paths = append(paths, &s4Path{name: realm + "/" + name,
+				form: url.Values{"user": {user}, "realm": {realm}, "pass": {pass}}.Encode(), want: want})
+		}
+		add("unknown user", "eve", "pin123456", `"code":904`)
+		add("user without tokens", "bob", "pin123456", "The user has no tokens assigned")
+		add("disabled token", "carol", "pin123456", `"value":false`)
+		add("wrong PIN", "alice", "nip123456", "wrong otp pin")
+		add("wrong OTP", "alice", "pin123456", "wrong otp value")
 	}
 	base := "http://" + c.srv.addr + "/validate/check"
 	send := func(p *s4Path) (time.Duration, error) {
@@ -120,7 +143,7 @@ func (c *catalogue) rowS4(ctx context.Context) error {
 		lo, hi = min(lo, r), max(hi, r)
 		rawLo, rawHi = min(rawLo, m), max(rawHi, m)
 		medians[p.name] = map[string]any{"median_ms": ms(m), "relative_median": r}
-		fmt.Fprintf(c.log, "S4: %-20s median %7.2f ms, relative to its round %.3f\n", p.name, ms(m), r)
+		fmt.Fprintf(c.log, "S4: %-27s median %7.2f ms, relative to its round %.3f\n", p.name, ms(m), r)
 	}
 	spread := (hi - lo) / lo
 	rawSpread := float64(rawHi-rawLo) / float64(rawLo)
