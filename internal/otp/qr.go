@@ -2,11 +2,13 @@ package otp
 
 import (
 	"bytes"
+	"compress/zlib"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
-	"image"
+	"hash/crc32"
 	"image/color"
-	"image/png"
+	"sync"
 
 	"github.com/boombuler/barcode/qr"
 )
@@ -27,26 +29,86 @@ func QRDataURI(content string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("otp: qr code: %w", err)
 	}
-	n := code.Bounds().Dx()
-	size := (n + 2*QRBorder) * QRScale
-	img := image.NewPaletted(image.Rect(0, 0, size, size), color.Palette{color.White, color.Black})
-	for y := range n {
-		for x := range n {
-			if color.GrayModel.Convert(code.At(code.Bounds().Min.X+x, code.Bounds().Min.Y+y)).(color.Gray).Y >= 128 {
-				continue
-			}
-			x0, y0 := (x+QRBorder)*QRScale, (y+QRBorder)*QRScale
-			for py := y0; py < y0+QRScale; py++ {
-				row := img.Pix[py*img.Stride:]
-				for px := x0; px < x0+QRScale; px++ {
-					row[px] = 1
-				}
-			}
-		}
+	b := code.Bounds()
+	n := b.Dx()
+	dark := func(x, y int) bool {
+		return color.GrayModel.Convert(code.At(b.Min.X+x, b.Min.Y+y)).(color.Gray).Y < 128
 	}
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
+	raw, err := qrPNG(n, dark)
+	if err != nil {
 		return "", fmt.Errorf("otp: png: %w", err)
 	}
-	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(raw), nil
+}
+
+// zlibWriters keeps deflate's state (about a megabyte) between images.
+var zlibWriters = sync.Pool{New: func() any {
+	z, _ := zlib.NewWriterLevel(nil, zlib.DefaultCompression) // a valid level: no error
+	return z
+}}
+
+// qrPNG encodes n×n modules, with the quiet zone, as a 1-bit grayscale
+// PNG at QRScale pixels per module. It writes the rows itself: image/png
+// asks the image for every pixel's colour index, which cost more than the
+// QR encoding. Each module row is one packed row repeated QRScale times,
+// which deflate turns into back references.
+func qrPNG(n int, dark func(x, y int) bool) ([]byte, error) {
+	size := (n + 2*QRBorder) * QRScale
+	stride := 1 + (size+7)/8 // filter byte "none", then 8 pixels a byte
+	white := make([]byte, stride)
+	for i := 1; i < stride; i++ {
+		white[i] = 0xff
+	}
+	row := make([]byte, stride)
+	var idat bytes.Buffer
+	z := zlibWriters.Get().(*zlib.Writer)
+	defer zlibWriters.Put(z)
+	z.Reset(&idat)
+	writeRows := func(r []byte, times int) {
+		for range times {
+			_, _ = z.Write(r) // a bytes.Buffer does not fail
+		}
+	}
+	writeRows(white, QRBorder*QRScale)
+	for y := range n {
+		copy(row, white)
+		for x := range n {
+			if !dark(x, y) {
+				continue
+			}
+			for px := (x + QRBorder) * QRScale; px < (x+QRBorder+1)*QRScale; px++ {
+				row[1+px/8] &^= 0x80 >> (px % 8)
+			}
+		}
+		writeRows(row, QRScale)
+	}
+	writeRows(white, QRBorder*QRScale)
+	if err := z.Close(); err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	out.WriteString("\x89PNG\r\n\x1a\n")
+	var ihdr [13]byte
+	binary.BigEndian.PutUint32(ihdr[0:], uint32(size))
+	binary.BigEndian.PutUint32(ihdr[4:], uint32(size))
+	ihdr[8], ihdr[9] = 1, 0 // bit depth 1, grayscale; compression, filter and interlace 0
+	pngChunk(&out, "IHDR", ihdr[:])
+	pngChunk(&out, "IDAT", idat.Bytes())
+	pngChunk(&out, "IEND", nil)
+	return out.Bytes(), nil
+}
+
+// pngChunk appends one PNG chunk: length, type, data and the CRC-32 of
+// type and data.
+func pngChunk(out *bytes.Buffer, typ string, data []byte) {
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(data)))
+	out.Write(n[:])
+	crc := crc32.NewIEEE()
+	_, _ = crc.Write([]byte(typ))
+	_, _ = crc.Write(data)
+	out.WriteString(typ)
+	out.Write(data)
+	binary.BigEndian.PutUint32(n[:], crc.Sum32())
+	out.Write(n[:])
 }
