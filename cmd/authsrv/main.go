@@ -328,6 +328,8 @@ func (e *env) serve(args []string) error {
 	fs.Var(&c.allowDial, "allow-dial", allowDialUsage)
 	var retention auditRetention
 	retention.register(fs)
+	var memLimit memoryLimit
+	memLimit.register(fs)
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, "the Go collector's GOGC: how far the heap grows past the live data before a collection (-1: off); GOGC in the environment wins over this default")
 	if err := e.parse(fs, args); err != nil {
 		return err
@@ -339,6 +341,9 @@ func (e *env) serve(args []string) error {
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "gc-percent" })
 	if pct, ok := gcSetting(*gcPercent, given || e.getenv("AUTHSRV_GC_PERCENT") != "", e.getenv); ok {
 		debug.SetGCPercent(pct)
+	}
+	if err := memLimit.apply(c.kdfBudget<<20, e.getenv); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
@@ -413,7 +418,7 @@ func (e *env) serve(args []string) error {
 	if *certFile != "" {
 		scheme = "https"
 	}
-	log.Info().Str("listen", ln.Addr().String()).Str("data_dir", c.dataDir).Msg("serving")
+	log.Info().Str("listen", ln.Addr().String()).Str("data_dir", c.dataDir).Func(collectorFacts).Msg("serving")
 	fmt.Fprintf(e.stdout, "authsrv %s serving on %s://%s (data in %s)\n", authsrv.Version, scheme, ln.Addr(), c.dataDir)
 
 	select {
