@@ -16,12 +16,13 @@ import (
 // memoryHeadroom is what the default memory limit allows beyond the KDF
 // budget, for everything that is not a PIN or password hash: the store's
 // page bookkeeping, decode caches, requests in flight and the collector's
-// own slack. Measured with authbench on two cores: under validate load
-// (catalogue row L1, 50 clients) the anonymous RSS stays at 22–58 MiB
-// with GOGC 400, and under PIN load at 32 clients the whole process peaks
-// at 244 MiB of which the hashes in flight are most; 256 MiB is four
-// times the first, so the limit bounds a runaway heap without the
-// collector working harder under ordinary load.
+// own slack. Measured with authbench on two cores at GOGC 400: under
+// validate load (catalogue row L1, 50 clients) the anonymous RSS is 25–30
+// MiB (43 MiB idle, just after start); under PIN load (-mode pin, 32
+// clients) the whole process peaks at 255–312 MiB (VmHWM), most of it the
+// hashes in flight, which the KDF budget bounds. 256 MiB is several times
+// what the rest needs, so the collector works no harder under ordinary
+// load and the limit still bounds a runaway heap.
 const memoryHeadroom = 256 << 20
 
 // byteUnits are the suffixes GOMEMLIMIT takes, longest first.
