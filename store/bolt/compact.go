@@ -124,18 +124,21 @@ func Compact(ctx context.Context, path string, opts CompactOptions) (res Compact
 	return res, nil
 }
 
-// copyCompact writes src's contents into the empty file at dst and syncs it.
+// copyCompact writes src's contents into the empty file at dst, cuts the
+// file to the pages in use and syncs it.
 func copyCompact(dst string, src *bbolt.DB) error {
-	// Unsynced commits while copying; one sync at the end makes it durable
-	// before the rename.
+	// Unsynced commits while copying; one sync of the file at the end
+	// makes it durable before the rename.
 	db, err := bbolt.Open(dst, DefaultFileMode, &bbolt.Options{NoSync: true, FreelistType: bbolt.FreelistMapType, Timeout: DefaultTimeout})
 	if err != nil {
 		return err
 	}
+	var used int64
 	err = bbolt.Compact(db, src, compactTxSize)
 	if err == nil {
-		db.NoSync = false
-		err = db.Sync()
+		// The pages in use end here; the file past it is bbolt's
+		// preallocation for growth (up to 16 MiB at a time).
+		err = db.View(func(tx *bbolt.Tx) error { used = tx.Size(); return nil })
 	}
 	if cerr := db.Close(); err == nil {
 		err = cerr
@@ -147,7 +150,14 @@ func copyCompact(dst string, src *bbolt.DB) error {
 	if err != nil {
 		return err
 	}
-	err = f.Sync()
+	if fi, serr := f.Stat(); serr != nil {
+		err = serr
+	} else if used > 0 && fi.Size() > used {
+		err = f.Truncate(used)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
