@@ -104,7 +104,7 @@ func parseCatalogue(args []string, stderr io.Writer) (*catConfig, error) {
 	fs.DurationVar(&c.probe, "probe", 10*time.Second, "L6: how long the maximum rate is measured")
 	fs.DurationVar(&c.sample, "sample", 10*time.Second, "L6: interval between samples of RSS, descriptors, threads and store size")
 	fs.StringVar(&c.csv, "csv", "", "L6: write the samples to this CSV file")
-	fs.Int64Var(&c.auditMaxEntries, "audit-max-entries", 50000, "L6: the server keeps the newest N audit entries (authsrv serve -audit-max-entries); the row checks that the retention ran (0: no retention, every entry is kept and counted)")
+	fs.Int64Var(&c.auditMaxEntries, "audit-max-entries", 50000, "L6: the server keeps the newest N audit entries (authsrv serve -audit-max-entries); the row checks that the retention ran (0: no count limit, so every entry of the run is kept and counted)")
 	fs.DurationVar(&c.auditCleanup, "audit-cleanup-interval", 10*time.Second, "L6: how often the server's audit retention runs")
 	fs.IntVar(&c.slow, "slow", 500, "L7: slow connections held open alongside the load")
 	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 5*time.Second, "L7: the server's ReadHeaderTimeout")

@@ -58,6 +58,7 @@ commands:
   backup [-out FILE]          write a consistent backup (works while the server runs)
   restore [-force] [-keep-counters] FILE       restore a backup into the data directory
   audit verify [-db FILE]     check the audit log's hash chain, signatures and checkpoints
+  compact                     shrink the store file to its data (offline: stop the server first)
   version                     print the version
 
 Every flag can also be set as AUTHSRV_<FLAG> in the environment, with
@@ -96,6 +97,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = e.restore(args)
 	case "audit":
 		err = e.auditCmd(args)
+	case "compact":
+		err = e.compact(args)
 	case "version":
 		fmt.Fprintf(stdout, "%s %s (%s)\n", authsrv.Product, authsrv.Version, runtime.Version())
 	case "help", "-h", "--help":
