@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -147,19 +146,7 @@ func TestAPIKeyCreateTokenDirect(t *testing.T) {
 func TestAPIKeyCreateTokenWhileServing(t *testing.T) {
 	dir := shortDir(t)
 	env := map[string]string{"AUTHSRV_DATA_DIR": dir, "AUTHSRV_LISTEN": "127.0.0.1:0", "AUTHSRV_LOG_LEVEL": "debug"}
-	ctx, cancel := context.WithCancel(t.Context())
-	var out, logs syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, nil, strings.NewReader(""), &out, &logs, func(k string) string { return env[k] })
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	waitFor(t, "serving", func() bool { return servingRe.MatchString(out.String()) })
-	addr := servingRe.FindStringSubmatch(out.String())[2]
-	pw := passwordRe.FindStringSubmatch(out.String())[1]
+	addr, pw, logs := serveInProcess(t, env)
 	tok := adminToken(t, addr, pw)
 	do := func(r *http.Request) *http.Response {
 		r.URL.Scheme, r.URL.Host, r.RequestURI = "http", addr, ""

@@ -16,21 +16,30 @@ import (
 // an administrator's JWT; the server stops when the test ends.
 func serveFor(t *testing.T, env map[string]string) (addr, jwt string) {
 	t.Helper()
+	addr, pw, _ := serveInProcess(t, env)
+	return addr, adminToken(t, addr, pw)
+}
+
+// serveInProcess runs "authsrv serve" in this process with env until the
+// test ends, and returns its address, the first administrator's password
+// and the server's log.
+func serveInProcess(t *testing.T, env map[string]string) (addr, password string, logs *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	var out, errs syncBuffer
+	var out syncBuffer
+	logs = &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, nil, strings.NewReader(""), &out, &errs, func(k string) string { return env[k] })
+		done <- run(ctx, nil, strings.NewReader(""), &out, logs, func(k string) string { return env[k] })
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	waitFor(t, "serving", func() bool {
-		return servingRe.MatchString(out.String()) || strings.Contains(errs.String(), "authsrv serve:")
+		return servingRe.MatchString(out.String()) || strings.Contains(logs.String(), "authsrv serve:")
 	})
 	if !servingRe.MatchString(out.String()) {
-		t.Fatalf("serve did not start: %s", errs.String())
+		t.Fatalf("serve did not start: %s", logs.String())
 	}
-	addr = servingRe.FindStringSubmatch(out.String())[2]
-	return addr, adminToken(t, addr, passwordRe.FindStringSubmatch(out.String())[1])
+	return servingRe.FindStringSubmatch(out.String())[2], passwordRe.FindStringSubmatch(out.String())[1], logs
 }
 
 // apiCall sends one form request and returns the status and the decoded

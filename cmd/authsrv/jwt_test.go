@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -158,19 +157,7 @@ func TestJWTRotateStopped(t *testing.T) {
 func TestJWTRotateWhileServing(t *testing.T) {
 	dir := shortDir(t)
 	env := map[string]string{"AUTHSRV_DATA_DIR": dir, "AUTHSRV_LISTEN": "127.0.0.1:0", "AUTHSRV_LOG_LEVEL": "warn"}
-	ctx, cancel := context.WithCancel(t.Context())
-	var out, logs syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, nil, strings.NewReader(""), &out, &logs, func(k string) string { return env[k] })
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	waitFor(t, "serving", func() bool { return servingRe.MatchString(out.String()) })
-	addr := servingRe.FindStringSubmatch(out.String())[2]
-	pw := passwordRe.FindStringSubmatch(out.String())[1]
+	addr, pw, _ := serveInProcess(t, env)
 	do := func(r *http.Request) *http.Response {
 		r.URL.Scheme, r.URL.Host, r.RequestURI = "http", addr, ""
 		resp, err := http.DefaultClient.Do(r)
