@@ -326,37 +326,6 @@ func parseMsg(t *testing.T, data []byte) parsed {
 	return parsed{Header: m.Header, Body: decodeBody(t, m.Header, body)}
 }
 
-// silentListener accepts TCP connections and never says a word.
-func silentListener(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-	})
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // closedPort returns a loopback port nothing listens on.
 func closedPort(t *testing.T) int {
 	t.Helper()

@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"encoding/pem"
 	"mime"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/internal/testsvc"
 	"github.com/authsrv/authsrv/notify"
 )
 
@@ -317,7 +320,7 @@ func TestSendMail(t *testing.T) {
 
 	t.Run("NeverAnswers", func(t *testing.T) {
 		e := newEnv(t)
-		_ = e.s.SetSMTP(t.Context(), notify.SMTPServer{Identifier: "m", Server: "127.0.0.1", Port: silentListener(t), Sender: "a@example.com", Timeout: 1})
+		_ = e.s.SetSMTP(t.Context(), notify.SMTPServer{Identifier: "m", Server: "127.0.0.1", Port: silentPort(t), Sender: "a@example.com", Timeout: 1})
 		err := within(t, 2500*time.Millisecond, func() error { return e.s.SendMail(t.Context(), "m", mailTo) })
 		wantSendFailed(t, err)
 		if !strings.Contains(err.Error(), "did not answer in time") {
@@ -434,4 +437,11 @@ func TestSendMail(t *testing.T) {
 			t.Errorf("unsigned Content-Type %q", ct)
 		}
 	})
+}
+
+// silentPort is the port of a listener that accepts and never says a word.
+func silentPort(t *testing.T) int {
+	_, port, _ := net.SplitHostPort(testsvc.BlackHole(t))
+	n, _ := strconv.Atoi(port)
+	return n
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/audit"
+	"github.com/authsrv/authsrv/internal/testsvc"
 	"github.com/authsrv/authsrv/server"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/store/storetest"
@@ -207,39 +208,6 @@ func TestTrickledBodyIsRefused(t *testing.T) {
 	}
 }
 
-// blackHole accepts connections and reads them, never answering, until
-// the test ends.
-func blackHole(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			go func() { _, _ = io.Copy(io.Discard, c) }()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
-
 // TestResolverTestAgainstBlackHole: POST /resolver/test against an LDAP
 // and a SCIM server that accept connections and never answer, with the
 // resolver's own TIMEOUT far beyond the server's write timeout, answers
@@ -248,7 +216,7 @@ func TestResolverTestAgainstBlackHole(t *testing.T) {
 	e := newEnv(t)
 	tok := e.login(t)
 	addr := serveWith(t, server.New(e.s), func(hs *http.Server) { hs.WriteTimeout = 3 * time.Second })
-	hole := blackHole(t)
+	hole := testsvc.BlackHole(t)
 	cases := []struct {
 		name   string
 		params string
@@ -302,7 +270,7 @@ func TestNotifyTestAgainstBlackHole(t *testing.T) {
 	e := newEnv(t)
 	tok := e.login(t)
 	addr := serveWith(t, server.New(e.s), func(hs *http.Server) { hs.WriteTimeout = 3 * time.Second })
-	smtpHost, smtpPort, _ := net.SplitHostPort(blackHole(t))
+	smtpHost, smtpPort, _ := net.SplitHostPort(testsvc.BlackHole(t))
 	radHost, radPort, _ := net.SplitHostPort(udpBlackHole(t))
 	wantOK(t, e.admin(t, tok, "POST", "/radiusserver/hole", form("server", radHost, "port", radPort, "secret", "s3cret", "timeout", "60", "retries", "3")))
 

@@ -1,7 +1,9 @@
 package testsvc
 
 import (
+	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -42,3 +44,38 @@ func (l *CountingListener) Port() int { return l.Addr().(*net.TCPAddr).Port }
 
 // Accepted is how many connections it has accepted so far.
 func (l *CountingListener) Accepted() int32 { return l.accepted.Load() }
+
+// BlackHole listens on a loopback port, accepts every connection, reads
+// what arrives and never answers, until the test ends; it returns the
+// "host:port" address. Backends that hang after the handshake look like
+// this.
+func BlackHole(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go func() { _, _ = io.Copy(io.Discard, c) }()
+		}
+	}()
+	tb.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
