@@ -156,7 +156,7 @@ func (s *Server) open() error {
 			c.auditKey = key
 		}
 		if c.st == nil {
-			db, err := bolt.Open(dbPath, bolt.Options{Timeout: c.openTimeout})
+			db, err := bolt.Open(dbPath, bolt.Options{Timeout: c.openTimeout, ResidentLimit: c.residentLimit})
 			if err != nil {
 				return err
 			}

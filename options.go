@@ -47,6 +47,7 @@ type config struct {
 	kdfBudget       int64
 	kdfMaxWait      time.Duration
 	openTimeout     time.Duration
+	residentLimit   int64
 	jwtLifetime     time.Duration
 	resolverTypes   resolver.Registry
 	tokenTypes      []token.Type
@@ -75,6 +76,7 @@ func defaults() config {
 		kdfBudget:      DefaultKDFBudget,
 		kdfMaxWait:     DefaultKDFMaxWait,
 		openTimeout:    DefaultOpenTimeout,
+		residentLimit:  DefaultStoreResidentLimit,
 		jwtLifetime:    DefaultJWTLifetime,
 		retentionEvery: time.Hour,
 	}
@@ -368,6 +370,29 @@ func WithOpenTimeout(d time.Duration) Option {
 			return fmt.Errorf("open timeout: %s", d)
 		}
 		c.openTimeout = d
+		return nil
+	}
+}
+
+// DefaultStoreResidentLimit bounds the data file's pages kept mapped in the
+// process (WithStoreResidentLimit).
+const DefaultStoreResidentLimit = 128 << 20
+
+// WithStoreResidentLimit bounds how much of the data directory's store
+// file stays mapped in the process's resident memory: the file is mapped,
+// and every page a lookup or a list touches would otherwise stay resident,
+// so that at a million tokens the resident set grows to the file's size.
+// Past the limit the pages are unmapped (about once a second); they stay
+// in the operating system's page cache, and the next access maps them
+// again. 0 turns the bound off. Linux only; elsewhere it has no effect. It
+// applies to the store the server opens itself, not to one given with
+// WithStore.
+func WithStoreResidentLimit(bytes int64) Option {
+	return func(c *config) error {
+		if bytes < 0 {
+			return fmt.Errorf("store resident limit: %d bytes", bytes)
+		}
+		c.residentLimit = bytes
 		return nil
 	}
 }

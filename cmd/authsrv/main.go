@@ -333,6 +333,8 @@ func (e *env) serve(args []string) error {
 	retention.register(fs)
 	var memLimit memoryLimit
 	memLimit.register(fs)
+	var resident residentLimit
+	resident.register(fs)
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, "the Go collector's GOGC: how far the heap grows past the live data before a collection (-1: off); GOGC in the environment wins over this default")
 	if err := e.parse(fs, args); err != nil {
 		return err
@@ -368,7 +370,7 @@ func (e *env) serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	opts = append(opts, authsrv.WithTokenSettings(token.Settings{AutoResync: *autoResync, AutoResyncTimeout: *autoResyncTimeout}))
+	opts = append(opts, authsrv.WithTokenSettings(token.Settings{AutoResync: *autoResync, AutoResyncTimeout: *autoResyncTimeout}), authsrv.WithStoreResidentLimit(resident.bytes))
 	if ret, err := retention.option(fs); err != nil {
 		return err
 	} else if ret != nil {

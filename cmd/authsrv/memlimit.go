@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/authsrv/authsrv"
 	"github.com/rs/zerolog"
 )
 
@@ -142,4 +143,32 @@ func collectorFacts(e *zerolog.Event) {
 	if s[1].Value.Kind() == metrics.KindUint64 {
 		e.Str("memory_limit", formatByteSize(int64(min(s[1].Value.Uint64(), math.MaxInt64))))
 	}
+}
+
+// residentLimit is the -store-resident-limit flag.
+type residentLimit struct{ bytes int64 }
+
+func (r *residentLimit) String() string {
+	if r == nil {
+		return ""
+	}
+	return formatByteSize(r.bytes)
+}
+
+func (r *residentLimit) Set(s string) error {
+	if s == "off" {
+		r.bytes = 0
+		return nil
+	}
+	n, err := parseByteSize(s)
+	if err != nil {
+		return err
+	}
+	r.bytes = n
+	return nil
+}
+
+func (r *residentLimit) register(fs *flag.FlagSet) {
+	r.bytes = authsrv.DefaultStoreResidentLimit
+	fs.Var(r, "store-resident-limit", "how much of the data file stays mapped in the process's resident memory (bytes or 128MiB, ...; off or 0: no bound); past it the pages are unmapped and stay in the page cache")
 }

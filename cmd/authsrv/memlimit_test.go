@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"io"
 	"math"
 	"strings"
@@ -160,5 +161,29 @@ func TestCollectorFacts(t *testing.T) {
 	// environment set them; either way both facts are on the line.
 	if s := buf.String(); !strings.Contains(s, `"gogc":`) || !strings.Contains(s, `"memory_limit":"`) {
 		t.Fatalf("log line %s lacks gogc or memory_limit", s)
+	}
+}
+
+func TestResidentLimitFlag(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var r residentLimit
+	r.register(fs)
+	if r.bytes != 128<<20 {
+		t.Fatalf("default %d", r.bytes)
+	}
+	for in, want := range map[string]int64{"64MiB": 64 << 20, "off": 0, "0": 0, "1GiB": 1 << 30} {
+		if err := fs.Parse([]string{"-store-resident-limit", in}); err != nil || r.bytes != want {
+			t.Fatalf("%s: %d, %v; want %d", in, r.bytes, err, want)
+		}
+	}
+	if err := fs.Parse([]string{"-store-resident-limit", "-5MiB"}); err == nil {
+		t.Fatal("a negative size was accepted")
+	}
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code := run(t.Context(), []string{"serve", "-data-dir", dir, "-store-resident-limit", "lots"}, strings.NewReader(""), &out, &errb, func(string) string { return "" })
+	if code == 0 || !strings.Contains(errb.String(), `invalid value "lots" for flag -store-resident-limit`) {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }

@@ -46,6 +46,13 @@ type Options struct {
 	// a probe write checks whether writes work again. 0 means
 	// DefaultProbeInterval.
 	ProbeInterval time.Duration
+	// ResidentLimit bounds the store file's pages kept mapped in the
+	// process (see resident.go): past it they are unmapped, and stay in
+	// the page cache. 0 means no limit.
+	ResidentLimit int64
+	// ResidentInterval is how often the resident pages are counted. 0
+	// means DefaultResidentInterval.
+	ResidentInterval time.Duration
 }
 
 // DB is a store.Store on one bbolt file. It is safe for concurrent use.
@@ -124,6 +131,12 @@ func open(path string, opts Options, noSync bool) (*DB, error) {
 	if opts.ProbeInterval < 0 {
 		return nil, fmt.Errorf("open %s: negative ProbeInterval %v", path, opts.ProbeInterval)
 	}
+	if opts.ResidentLimit < 0 || opts.ResidentInterval < 0 {
+		return nil, fmt.Errorf("open %s: negative ResidentLimit or ResidentInterval", path)
+	}
+	if opts.ResidentInterval == 0 {
+		opts.ResidentInterval = DefaultResidentInterval
+	}
 	if opts.ProbeInterval == 0 {
 		opts.ProbeInterval = DefaultProbeInterval
 	}
@@ -166,7 +179,9 @@ func open(path string, opts Options, noSync bool) (*DB, error) {
 			return nil, fmt.Errorf("open %s: sync directory: %w", path, err)
 		}
 	}
-	return &DB{bdb: bdb, path: path, maxBatch: opts.MaxBatch, probeEvery: opts.ProbeInterval, closing: make(chan struct{})}, nil
+	db := &DB{bdb: bdb, path: path, maxBatch: opts.MaxBatch, probeEvery: opts.ProbeInterval, closing: make(chan struct{})}
+	db.startResidentTrim(opts.ResidentLimit, opts.ResidentInterval)
+	return db, nil
 }
 
 func syncDir(dir string) error {

@@ -1,0 +1,104 @@
+package bolt
+
+import (
+	"time"
+
+	"github.com/authsrv/authsrv/store"
+)
+
+// The store's file is mapped into the process. Every page a read touches
+// stays in the process's page tables, so a walk over a large file, or
+// lookups spread over a million tokens, make the resident set as large as
+// the file even though the pages belong to the operating system's page
+// cache. With Options.ResidentLimit set, a goroutine counts the mapped
+// pages that are resident every ResidentInterval and, past the limit,
+// unmaps them from the process (madvise MADV_DONTNEED on the read-only
+// shared mapping): the data stays in the page cache, the next access maps
+// it again with a minor fault, and the process's resident set stays
+// bounded. Linux only; elsewhere the limit is accepted and does nothing.
+
+// DefaultResidentInterval is how often the resident file pages are counted
+// when Options.ResidentInterval is 0.
+const DefaultResidentInterval = time.Second
+
+// ResidentStats is one count of the store file's pages resident in the
+// process.
+type ResidentStats struct {
+	// Supported is false where the count cannot be taken (not Linux).
+	Supported bool
+	// FileBytes is the size of the data the count covered.
+	FileBytes int64
+	// ResidentBytes is how much of it was mapped in the process.
+	ResidentBytes int64
+}
+
+// startResidentTrim starts the goroutine that keeps the resident file pages
+// under limit.
+func (db *DB) startResidentTrim(limit int64, every time.Duration) {
+	if limit <= 0 || !residentSupported {
+		return
+	}
+	db.probeWG.Add(1)
+	go func() {
+		defer db.probeWG.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-db.closing:
+				return
+			case <-t.C:
+			}
+			st, err := db.Resident()
+			if err != nil || st.ResidentBytes <= limit {
+				continue
+			}
+			_, _ = db.TrimResident()
+		}
+	}()
+}
+
+// Resident counts the store file's pages that are mapped in the process.
+func (db *DB) Resident() (ResidentStats, error) {
+	return db.residentOp(false)
+}
+
+// TrimResident unmaps the store file's pages from the process (they stay in
+// the operating system's page cache) and returns the count taken before.
+// Reads and writes go on meanwhile; a commit that has to grow the map waits
+// until it is done.
+func (db *DB) TrimResident() (ResidentStats, error) {
+	return db.residentOp(true)
+}
+
+// residentOp counts, and with trim drops, the resident pages, inside a read
+// transaction: bbolt holds its map lock for reading while one is open, so
+// the map cannot move or shrink under the system calls.
+func (db *DB) residentOp(trim bool) (ResidentStats, error) {
+	if !residentSupported {
+		return ResidentStats{}, nil
+	}
+	if !db.enter() {
+		return ResidentStats{}, store.ErrClosed
+	}
+	defer db.inflight.Done()
+	btx, err := db.bdb.Begin(false)
+	if err != nil {
+		return ResidentStats{}, mapErr(err)
+	}
+	defer func() { _ = btx.Rollback() }()
+	info := db.bdb.Info()
+	size := btx.Size()
+	st := ResidentStats{Supported: true, FileBytes: size}
+	n, err := residentBytes(info.Data, size)
+	if err != nil {
+		return st, err
+	}
+	st.ResidentBytes = n
+	if trim {
+		if err := dropResident(info.Data, size); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
