@@ -45,6 +45,10 @@ type InitRequest struct {
 	// NoImages leaves the QR code images out of the detail (an import,
 	// which discards it).
 	NoImages bool
+	// ImagesOf, when not nil, names the detail entries whose QR images
+	// the caller shows ("otpkey", "googleurl", "oathurl"); the others get
+	// none. Each image costs more CPU than the rest of an enrollment.
+	ImagesOf []string
 }
 
 // errUnknownType is privacyIDEA's ERR1610.
@@ -63,6 +67,8 @@ type prepared struct {
 	typName  string
 	detail   map[string]any
 	limits   Limits
+	// images are drawn into detail after the commit.
+	images []pendingImage
 }
 
 // Init enrolls a token (or re-initialises one of the same type) and returns
@@ -82,6 +88,7 @@ func (s *Service) Init(ctx context.Context, req InitRequest, also ...func(store.
 	if err != nil {
 		return nil, nil, err
 	}
+	drawImages(pr.images)
 	return pr.t, pr.detail, nil
 }
 
@@ -193,7 +200,7 @@ func (s *Service) prepare(ctx context.Context, req InitRequest, also []func(stor
 		t.SetInfo(k, v)
 	}
 
-	e := &Enroll{Token: t, New: existing == nil, Params: p, Owner: req.Owner, OwnerInfo: req.OwnerInfo, Now: now, Rand: s.cfg.Rand, Service: s, Detail: map[string]any{}, NoImages: req.NoImages}
+	e := &Enroll{Token: t, New: existing == nil, Params: p, Owner: req.Owner, OwnerInfo: req.OwnerInfo, Now: now, Rand: s.cfg.Rand, Service: s, Detail: map[string]any{}, NoImages: req.NoImages, imagesOf: req.ImagesOf}
 	if err := typ.Enroll(ctx, e); err != nil {
 		return nil, nil, nil, err
 	}
@@ -260,7 +267,7 @@ func (s *Service) prepare(ctx context.Context, req InitRequest, also []func(stor
 
 	e.Detail["serial"] = serial
 	e.Detail["rollout_state"] = t.RolloutState
-	return &prepared{t: t, existing: existing, typName: typName, detail: e.Detail, limits: req.Limits}, nil, nil, nil
+	return &prepared{t: t, existing: existing, typName: typName, detail: e.Detail, limits: req.Limits, images: e.images}, nil, nil, nil
 }
 
 // errExists is the refusal of a serial that is taken by another type.
