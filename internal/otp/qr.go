@@ -7,13 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"image/color"
 	"sync"
-	"unicode/utf8"
-
-	"github.com/boombuler/barcode/qr"
-	"github.com/makiuchi-d/gozxing/qrcode/decoder"
-	"github.com/makiuchi-d/gozxing/qrcode/encoder"
 )
 
 // QR rendering as privacyIDEA serves it: 10 pixels per module and the
@@ -29,40 +23,12 @@ const (
 // "data:image/png;base64,…" URI, the img value of privacyIDEA's init
 // detail. The PNG is 1-bit black on white, (modules + 2·QRBorder)·QRScale
 // pixels square.
-//
-// gozxing's encoder chooses the mask about five times faster than
-// boombuler's, whose penalty rules read the matrix bit by bit through
-// function calls (two thirds of an enrollment's CPU). Both choose the same
-// mode, version and codewords; the mask each picks may differ, as their
-// penalty rules do, and either is a standard code. Content that is not
-// valid UTF-8 goes to boombuler, which writes its bytes unchanged where
-// gozxing's byte mode would replace them.
 func QRDataURI(content string) (string, error) {
-	var (
-		n    int
-		dark func(x, y int) bool
-	)
-	if utf8.ValidString(content) {
-		code, err := encoder.Encoder_encode(content, decoder.ErrorCorrectionLevel_M, nil)
-		if err != nil {
-			return "", fmt.Errorf("otp: qr code: %w", err)
-		}
-		m := code.GetMatrix()
-		rows := m.GetArray()
-		n = m.GetWidth()
-		dark = func(x, y int) bool { return rows[y][x] == 1 }
-	} else {
-		code, err := qr.Encode(content, qr.M, qr.Auto)
-		if err != nil {
-			return "", fmt.Errorf("otp: qr code: %w", err)
-		}
-		b := code.Bounds()
-		n = b.Dx()
-		dark = func(x, y int) bool {
-			return color.GrayModel.Convert(code.At(b.Min.X+x, b.Min.Y+y)).(color.Gray).Y < 128
-		}
+	n, mods, err := qrEncode(content)
+	if err != nil {
+		return "", fmt.Errorf("otp: qr code: %w", err)
 	}
-	raw, err := qrPNG(n, dark)
+	raw, err := qrPNG(n, func(x, y int) bool { return mods[y*n+x] == 1 })
 	if err != nil {
 		return "", fmt.Errorf("otp: png: %w", err)
 	}

@@ -156,8 +156,7 @@ func TestQRDataURIMany(t *testing.T) {
 	}
 }
 
-// TestQRDataURIInvalidUTF8 keeps bytes that are not UTF-8 as they are:
-// boombuler encodes them, module for module.
+// TestQRDataURIInvalidUTF8 keeps bytes that are not UTF-8 as they are.
 func TestQRDataURIInvalidUTF8(t *testing.T) {
 	content := "otpauth://hotp/\xff\xfe?secret=GEZDGNBV"
 	uri, err := otp.QRDataURI(content)
@@ -166,17 +165,6 @@ func TestQRDataURIInvalidUTF8(t *testing.T) {
 	}
 	img, mods := decodePNG(t, uri)
 	checkDecodes(t, img, len(mods), content)
-	code, err := qr.Encode(content, qr.M, qr.Auto)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for y, row := range mods {
-		for x, d := range row {
-			if want := color.GrayModel.Convert(code.At(x, y)).(color.Gray).Y < 128; d != want {
-				t.Fatalf("module (%d,%d) dark=%v, boombuler has %v", x, y, d, want)
-			}
-		}
-	}
 }
 
 func TestQRDataURITooLong(t *testing.T) {
