@@ -172,3 +172,44 @@ func BenchmarkInitToken(b *testing.B) {
 	})
 	b.ReportMetric(float64(n.Load())/b.Elapsed().Seconds(), "tokens/s")
 }
+
+// TestImportInBatches: an OATH CSV and a PSKC file of 1,200 tokens are
+// imported in three transactions (500, 500, 200 tokens), each with its
+// audit entry; every token is there and computes the file's OTPs. (That
+// an import draws no QR image is token's TestEnrollImagesOnceAfterCommit,
+// through the same PrepareImport and CommitImport.)
+func TestImportInBatches(t *testing.T) {
+	const n = 1200
+	for _, f := range importFormats[:2] {
+		t.Run(f.name, func(t *testing.T) {
+			s, rs := tokenServer(t)
+			n0 := rs.count()
+			prefix := strings.ToUpper(strings.ReplaceAll(f.name, "-", ""))
+			res, err := s.Ops().ImportTokens(t.Context(), admin, f.req(t, prefix, n))
+			if err != nil || res.Imported != n || len(res.NotImported) != 0 || res.Stopped != "" {
+				t.Fatalf("imported %d, not imported %d, stopped %q, %v", res.Imported, len(res.NotImported), res.Stopped, err)
+			}
+			if k := tokenCommits(t, rs, n0); k != 3 {
+				t.Errorf("%d transactions wrote tokens, want 3 (batches of 500)", k)
+			}
+			_, batched := importEntries(t, s, f.req(t, "", 0).Name)
+			if batched != n {
+				t.Errorf("the audit entries name %d tokens, want %d", batched, n)
+			}
+			if got := existing(t, s, prefix, 0, n); got != n {
+				t.Errorf("%d tokens exist, want %d", got, n)
+			}
+			for _, i := range []int{0, 499, 500, n - 1} {
+				serial := fmt.Sprintf("%s%06d", prefix, i)
+				tok, err := s.Tokens().Get(t.Context(), serial)
+				if err != nil {
+					t.Fatal(err)
+				}
+				seed, err := s.Tokens().Secret(tok, "otpkey")
+				if err != nil || string(seed) != "12345678901234567890" {
+					t.Errorf("%s: the stored seed is not the file's (%v)", serial, err)
+				}
+			}
+		})
+	}
+}
