@@ -2,6 +2,7 @@ package authsrv_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hmac"
@@ -15,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/authsrv/authsrv"
+	"github.com/authsrv/authsrv/store"
+	"github.com/authsrv/authsrv/store/storetest"
 	"github.com/authsrv/authsrv/token"
 )
 
@@ -211,5 +214,58 @@ func TestImportInBatches(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// armedStore runs hook once, ahead of the first Update after it is set.
+type armedStore struct {
+	store.Store
+	hook atomic.Pointer[func()]
+}
+
+func (s *armedStore) Update(ctx context.Context, fn func(store.Tx) error) error {
+	if h := s.hook.Swap(nil); h != nil {
+		(*h)()
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+type zeroRand struct{}
+
+func (zeroRand) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// TestInitTokenGeneratedSerialTakenMeanwhile: POST /token/init without a
+// serial, when another enrollment takes the generated serial first,
+// enrolls under another serial, and its audit entry names that one.
+func TestInitTokenGeneratedSerialTakenMeanwhile(t *testing.T) {
+	st := &armedStore{Store: storetest.Open(t)}
+	key := bytes.Repeat([]byte{7}, 32)
+	// Zero "random" bytes: the generated serials are known in advance.
+	s, err := authsrv.New(authsrv.WithStore(st), authsrv.WithEncKey(key), authsrv.WithJWTKey(key), authsrv.WithRand(zeroRand{}), cheapKDF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := t.Context()
+	taken, err := s.Tokens().NewSerial(ctx, "hotp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := func() {
+		if _, _, err := s.Tokens().Init(ctx, token.InitRequest{Type: "hotp", Serial: taken, Params: token.Params{"otpkey": rfcKeyHex}}); err != nil {
+			t.Errorf("the concurrent enrollment: %v", err)
+		}
+	}
+	st.hook.Store(&hook)
+	res, err := s.Ops().InitToken(ctx, admin, authsrv.TokenInit{Type: "hotp", Params: token.Params{"genkey": "1"}})
+	if err != nil {
+		t.Fatalf("InitToken: %v", err)
+	}
+	if res.Serial == taken || res.Detail["serial"] != res.Serial {
+		t.Fatalf("enrolled %q (detail %v); %q was taken meanwhile", res.Serial, res.Detail["serial"], taken)
+	}
+	rs := rows(t, s, map[string]string{"action": "POST /token/init"})
+	if len(rs) != 1 || rs[0]["serial"] != res.Serial || rs[0]["success"] != 1 {
+		t.Errorf("audit %v, want one success naming %s", rs, res.Serial)
 	}
 }
