@@ -2,6 +2,7 @@ package otp
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/makiuchi-d/gozxing/qrcode/decoder"
 )
@@ -207,23 +208,44 @@ func qrLayout(content string) (*qrMatrix, int, error) {
 	return m, n, nil
 }
 
-// qrMatrix is a code before masking: function patterns, version
-// information and data.
+// qrMatrix is a code before masking: its version's template and the
+// data.
 type qrMatrix struct {
-	n    int
+	*qrTemplate
 	mods []byte
-	fn   []bool // function pattern or format/version information
-	data []int  // indexes of the data modules
+}
+
+// qrTemplate is what codes of one version share: the function patterns
+// and version information (base), which modules they take (fn), the
+// data modules in placement order, and each mask's dark data modules.
+type qrTemplate struct {
+	n     int
+	base  []byte
+	fn    []bool
+	order []int
+	masks [8][]byte
+}
+
+// qrTemplates are built once per version.
+var qrTemplates [41]struct {
+	once sync.Once
+	t    *qrTemplate
 }
 
 func newQRMatrix(n int, ver *decoder.Version) *qrMatrix {
-	m := &qrMatrix{n: n, mods: make([]byte, n*n), fn: make([]bool, n*n)}
+	c := &qrTemplates[ver.GetVersionNumber()]
+	c.once.Do(func() { c.t = buildQRTemplate(n, ver) })
+	return &qrMatrix{qrTemplate: c.t, mods: make([]byte, n*n)}
+}
+
+func buildQRTemplate(n int, ver *decoder.Version) *qrTemplate {
+	m := &qrTemplate{n: n, base: make([]byte, n*n), fn: make([]bool, n*n)}
 	set := func(x, y int, dark bool) {
 		i := y*n + x
 		m.fn[i] = true
-		m.mods[i] = 0
+		m.base[i] = 0
 		if dark {
-			m.mods[i] = 1
+			m.base[i] = 1
 		}
 	}
 	// Finder patterns with their separators.
@@ -281,6 +303,36 @@ func newQRMatrix(n int, ver *decoder.Version) *qrMatrix {
 			}
 		}
 	}
+	m.placeOrder()
+	for mask := range 8 {
+		t := make([]byte, n*n)
+		for _, i := range m.order {
+			x, y := i%n, i/n
+			var flip bool
+			switch mask {
+			case 0:
+				flip = (x+y)%2 == 0
+			case 1:
+				flip = y%2 == 0
+			case 2:
+				flip = x%3 == 0
+			case 3:
+				flip = (x+y)%3 == 0
+			case 4:
+				flip = (y/2+x/3)%2 == 0
+			case 5:
+				flip = x*y%2+x*y%3 == 0
+			case 6:
+				flip = (x*y%2+x*y%3)%2 == 0
+			default:
+				flip = (x*y%3+(x+y)%2)%2 == 0
+			}
+			if flip {
+				t[i] = 1
+			}
+		}
+		m.masks[mask] = t
+	}
 	return m
 }
 
@@ -318,12 +370,10 @@ func qrFormatPositions(n int) [15][4]int {
 	return p
 }
 
-// placeData writes the codewords into the data modules in the standard
-// zigzag, two columns at a time from the bottom right; remainder bits
-// are light.
-func (m *qrMatrix) placeData(stream []byte) {
+// placeOrder lists the data modules in the standard zigzag, two
+// columns at a time from the bottom right.
+func (m *qrTemplate) placeOrder() {
 	n := m.n
-	bit := 0
 	up := true
 	for x := n - 1; x > 0; x -= 2 {
 		if x == 6 {
@@ -335,18 +385,21 @@ func (m *qrMatrix) placeData(stream []byte) {
 				y = n - 1 - k
 			}
 			for _, xx := range [2]int{x, x - 1} {
-				i := y*n + xx
-				if m.fn[i] {
-					continue
+				if i := y*n + xx; !m.fn[i] {
+					m.order = append(m.order, i)
 				}
-				if bit < 8*len(stream) {
-					m.mods[i] = stream[bit/8] >> (7 - bit%8) & 1
-				}
-				bit++
-				m.data = append(m.data, i)
 			}
 		}
 		up = !up
+	}
+}
+
+// placeData writes the codewords into the data modules; remainder bits
+// are light.
+func (m *qrMatrix) placeData(stream []byte) {
+	copy(m.mods, m.base)
+	for k, i := range m.order[:min(len(m.order), 8*len(stream))] {
+		m.mods[i] = stream[k/8] >> (7 - k%8) & 1
 	}
 }
 
@@ -354,31 +407,10 @@ func (m *qrMatrix) placeData(stream []byte) {
 // included.
 func (m *qrMatrix) masked(dst []byte, mask int) {
 	n := m.n
-	copy(dst, m.mods)
-	for _, i := range m.data {
-		x, y := i%n, i/n
-		var flip bool
-		switch mask {
-		case 0:
-			flip = (x+y)%2 == 0
-		case 1:
-			flip = y%2 == 0
-		case 2:
-			flip = x%3 == 0
-		case 3:
-			flip = (x+y)%3 == 0
-		case 4:
-			flip = (y/2+x/3)%2 == 0
-		case 5:
-			flip = x*y%2+x*y%3 == 0
-		case 6:
-			flip = (x*y%2+x*y%3)%2 == 0
-		default:
-			flip = (x*y%3+(x+y)%2)%2 == 0
-		}
-		if flip {
-			dst[i] ^= 1
-		}
+	t := m.masks[mask][:len(dst)]
+	src := m.mods[:len(dst)]
+	for i := range dst {
+		dst[i] = src[i] ^ t[i]
 	}
 	// Level M is 00, then the mask; BCH(15,5), XORed with 0x5412.
 	info := uint32(mask)
@@ -434,26 +466,28 @@ func lineRules(line []byte) int {
 	// w holds the last 15 modules of the line with four light modules
 	// on either side: four before, the pattern's seven, four after.
 	var w uint32
-	for k := range len(line) + 4 {
-		var c byte
-		if k < len(line) {
-			c = line[k]
-			if c == prev {
-				run++
-			} else {
-				if run >= 5 {
-					p += run - 2
-				}
-				prev, run = c, 1
-			}
+	for _, c := range line {
+		// Rule 1 counts 3 when a run reaches five, 1 for each module
+		// beyond: a run's penalty without looking back at its end.
+		if c == prev {
+			run++
+		} else {
+			run = 1
+		}
+		prev = c
+		if run >= 5 {
+			p += 1 + 2*(5/run)
 		}
 		w = (w<<1 | uint32(c)) & 0x7fff
 		if (w>>4)&0x7f == 0x5d && (w>>11 == 0 || w&0xf == 0) {
 			p += 40
 		}
 	}
-	if run >= 5 {
-		p += run - 2
+	for range 4 {
+		w = (w << 1) & 0x7fff
+		if (w>>4)&0x7f == 0x5d && (w>>11 == 0 || w&0xf == 0) {
+			p += 40
+		}
 	}
 	return p
 }
