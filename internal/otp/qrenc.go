@@ -12,7 +12,10 @@ import (
 // the content. The version tables (block structure, alignment pattern
 // centres) come from gozxing's decoder. The mask is chosen by the
 // standard's four penalty rules, computed on one byte per module with
-// tight loops: the general encoders spend most of an image there.
+// tight loops: the general encoders spend most of an image there. The
+// code is, module for module, the one ZXing's encoder (gozxing) makes
+// for the same content (TestQREncodeMatchesZXing), about ten times
+// faster.
 
 // errQRTooLong refuses content beyond version 40 at level M.
 var errQRTooLong = errors.New("content too long for a QR code at error correction level M")
