@@ -2,6 +2,7 @@ package authsrv
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -499,13 +500,24 @@ func (o *Ops) InitToken(ctx context.Context, who caller.Caller, req TokenInit) (
 		if due != "" {
 			ir.Info = map[string]string{token.InfoNextPinChange: due}
 		}
-		if ir.Serial == "" {
-			if ir.Serial, err = o.s.tokens.NewSerial(ctx, typ); err != nil {
-				return err
+		// A generated serial is chosen here for the audit entry; one that
+		// a concurrent enrollment takes first is chosen anew.
+		generated := ir.Serial == ""
+		var t *token.Token
+		var detail map[string]any
+		for attempt := 1; ; attempt++ {
+			if generated {
+				if ir.Serial, err = o.s.tokens.NewSerial(ctx, typ); err != nil {
+					return err
+				}
 			}
+			r.Entry.Serial = ir.Serial
+			t, detail, err = o.s.tokens.Init(ctx, ir, r.Audit)
+			if generated && attempt < 4 && errors.Is(err, token.ErrSerialTaken) {
+				continue
+			}
+			break
 		}
-		r.Entry.Serial = ir.Serial
-		t, detail, err := o.s.tokens.Init(ctx, ir, r.Audit)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/pbkdf2"
 	"crypto/sha1"
 	"encoding/hex"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -107,21 +108,41 @@ func enrollOATH(e *Enroll, typ string, period int) error {
 func (e *Enroll) keyDetail(key []byte, b32 bool) map[string]any {
 	h := hex.EncodeToString(key)
 	d := map[string]any{"description": "OTP seed", "value": "seed://" + h}
-	e.addImage(d, "seed://"+h)
+	e.addImage("otpkey", d, "seed://"+h)
 	if b32 {
 		d["value_b32"] = otp.FormatBase32(key)
 	}
 	return d
 }
 
-// addImage sets d's "img" to the QR code of s, unless the caller has no
-// use for images.
-func (e *Enroll) addImage(d map[string]any, s string) {
-	if e.NoImages {
+// addImage asks for d's "img", the QR code of s, unless the caller has no
+// use for the image of the detail entry name (otpkey, googleurl, oathurl).
+// Init draws it after the token is committed: not inside the store
+// transaction (which may run more than once), and not at all for an
+// enrollment that fails.
+func (e *Enroll) addImage(name string, d map[string]any, s string) {
+	if e.NoImages || (e.imagesOf != nil && !slices.Contains(e.imagesOf, name)) {
 		return
 	}
-	if img, err := otp.QRDataURI(s); err == nil {
-		d["img"] = img
+	e.images = append(e.images, pendingImage{d, s})
+}
+
+// drawQR draws one image (tests count the calls).
+var drawQR = otp.QRDataURI
+
+// pendingImage is a QR code to draw: content into into["img"].
+type pendingImage struct {
+	into    map[string]any
+	content string
+}
+
+// drawImages draws each image once. Content too long for a QR code gets
+// no image (the detail keeps its value).
+func drawImages(imgs []pendingImage) {
+	for _, im := range imgs {
+		if img, err := drawQR(im.content); err == nil {
+			im.into["img"] = img
+		}
 	}
 }
 
@@ -165,11 +186,11 @@ func addURLs(e *Enroll, key []byte, typ string, period int) error {
 	}
 	gu := otp.OtpauthURL(up)
 	g := map[string]any{"description": "URL for google Authenticator", "value": gu}
-	e.addImage(g, gu)
+	e.addImage("googleurl", g, gu)
 	e.Detail["googleurl"] = g
 	ou := otp.OathURL(e.Label(label), key, typ == "totp")
 	o := map[string]any{"description": "URL for OATH token", "value": ou}
-	e.addImage(o, ou)
+	e.addImage("oathurl", o, ou)
 	e.Detail["oathurl"] = o
 	return nil
 }

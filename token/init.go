@@ -45,6 +45,10 @@ type InitRequest struct {
 	// NoImages leaves the QR code images out of the detail (an import,
 	// which discards it).
 	NoImages bool
+	// ImagesOf, when not nil, names the detail entries whose QR images
+	// the caller shows ("otpkey", "googleurl", "oathurl"); the others get
+	// none. Each image costs more CPU than the rest of an enrollment.
+	ImagesOf []string
 }
 
 // errUnknownType is privacyIDEA's ERR1610.
@@ -63,12 +67,37 @@ type prepared struct {
 	typName  string
 	detail   map[string]any
 	limits   Limits
+	// images are drawn into detail after the commit.
+	images []pendingImage
 }
 
 // Init enrolls a token (or re-initialises one of the same type) and returns
 // it with the init detail of the response. also runs in the transaction
 // that writes the token (an operation's audit entry).
+//
+// A serial Init generates (req.Serial "") that another enrollment takes
+// before the commit is generated anew, up to serialAttempts times.
 func (s *Service) Init(ctx context.Context, req InitRequest, also ...func(store.Tx) error) (*Token, map[string]any, error) {
+	for attempt := 1; ; attempt++ {
+		t, detail, err := s.init(ctx, req, also)
+		if req.Serial == "" && attempt < serialAttempts && errors.Is(err, ErrSerialTaken) {
+			continue
+		}
+		return t, detail, err
+	}
+}
+
+// serialAttempts bounds the enrollments of a generated serial: the
+// privacyIDEA serials (type prefix, token count, 16 random bits) of
+// enrollments running at the same time collide now and then.
+const serialAttempts = 4
+
+// ErrSerialTaken is the cause (errors.Is) of the refusal of a new token
+// whose serial another token took after the serial was chosen: a caller
+// that generated it may generate another and try again.
+var ErrSerialTaken = errors.New("token: the serial was taken meanwhile")
+
+func (s *Service) init(ctx context.Context, req InitRequest, also []func(store.Tx) error) (*Token, map[string]any, error) {
 	pr, t, detail, err := s.prepare(ctx, req, also)
 	if err != nil || pr == nil {
 		return t, detail, err
@@ -82,6 +111,7 @@ func (s *Service) Init(ctx context.Context, req InitRequest, also ...func(store.
 	if err != nil {
 		return nil, nil, err
 	}
+	drawImages(pr.images)
 	return pr.t, pr.detail, nil
 }
 
@@ -193,7 +223,7 @@ func (s *Service) prepare(ctx context.Context, req InitRequest, also []func(stor
 		t.SetInfo(k, v)
 	}
 
-	e := &Enroll{Token: t, New: existing == nil, Params: p, Owner: req.Owner, OwnerInfo: req.OwnerInfo, Now: now, Rand: s.cfg.Rand, Service: s, Detail: map[string]any{}, NoImages: req.NoImages}
+	e := &Enroll{Token: t, New: existing == nil, Params: p, Owner: req.Owner, OwnerInfo: req.OwnerInfo, Now: now, Rand: s.cfg.Rand, Service: s, Detail: map[string]any{}, NoImages: req.NoImages, imagesOf: req.ImagesOf}
 	if err := typ.Enroll(ctx, e); err != nil {
 		return nil, nil, nil, err
 	}
@@ -260,11 +290,11 @@ func (s *Service) prepare(ctx context.Context, req InitRequest, also []func(stor
 
 	e.Detail["serial"] = serial
 	e.Detail["rollout_state"] = t.RolloutState
-	return &prepared{t: t, existing: existing, typName: typName, detail: e.Detail, limits: req.Limits}, nil, nil, nil
+	return &prepared{t: t, existing: existing, typName: typName, detail: e.Detail, limits: req.Limits, images: e.images}, nil, nil, nil
 }
 
 // errExists is the refusal of a serial that is taken by another type.
-func errExists(serial, have, want string) error {
+func errExists(serial, have, want string) *apierr.Error {
 	return apierr.New(apierr.TokenAdmin, fmt.Sprintf("Token %s already exists with type %s. Can not initialize token with new type %s", serial, have, want))
 }
 
@@ -281,7 +311,7 @@ func (s *Service) commit(tx store.Tx, pr *prepared, fresh bool) error {
 	case fresh && old != nil:
 		return errImportExists
 	case pr.existing == nil && old != nil:
-		return errExists(serial, old.Type, pr.typName)
+		return errExists(serial, old.Type, pr.typName).Wrap(ErrSerialTaken)
 	case pr.existing != nil && old == nil:
 		return NotFound(serial)
 	case old != nil && old.Type != pr.typName:

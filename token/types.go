@@ -140,6 +140,13 @@ type Enroll struct {
 	// NoImages leaves the QR code images out of Detail: an import discards
 	// the detail, and drawing them costs more than the rest of a token.
 	NoImages bool
+
+	// imagesOf, when not nil, are the detail entries whose images the
+	// caller shows (InitRequest.ImagesOf).
+	imagesOf []string
+	// images are the QR codes Init draws into Detail once the token is
+	// committed.
+	images []pendingImage
 }
 
 // SetSecret records a sealed field to write.

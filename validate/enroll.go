@@ -139,6 +139,8 @@ func (e *enroller) enroll(ctx context.Context, res Response) (Response, error) {
 	// The first OTP answers the enrollment challenge: no verification
 	// step of its own.
 	init.Verify = false
+	// The challenge shows googleurl's image, and only for a QR type.
+	init.NoImages, init.ImagesOf = !qr, []string{"googleurl"}
 	t, detail, err := svc.Init(ctx, init)
 	if errors.Is(err, token.ErrMaxPerUser) || errors.Is(err, token.ErrMaxPerRealm) {
 		// A limit keeps the user's success without a new token.

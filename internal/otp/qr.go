@@ -7,10 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"image/color"
 	"sync"
-
-	"github.com/boombuler/barcode/qr"
 )
 
 // QR rendering as privacyIDEA serves it: 10 pixels per module and the
@@ -20,21 +17,18 @@ const (
 	QRBorder = 4
 )
 
-// QRDataURI renders content as a QR code (error correction level M, mode
-// chosen automatically) and returns it as a "data:image/png;base64,…" URI,
-// the img value of privacyIDEA's init detail. The PNG is 1-bit black on
-// white, (modules + 2·QRBorder)·QRScale pixels square.
+// QRDataURI renders content as a QR code (error correction level M, one
+// segment in the smallest of the numeric, alphanumeric or byte modes that
+// holds it, bytes as given without an ECI header) and returns it as a
+// "data:image/png;base64,…" URI, the img value of privacyIDEA's init
+// detail. The PNG is 1-bit black on white, (modules + 2·QRBorder)·QRScale
+// pixels square.
 func QRDataURI(content string) (string, error) {
-	code, err := qr.Encode(content, qr.M, qr.Auto)
+	n, mods, err := qrEncode(content)
 	if err != nil {
 		return "", fmt.Errorf("otp: qr code: %w", err)
 	}
-	b := code.Bounds()
-	n := b.Dx()
-	dark := func(x, y int) bool {
-		return color.GrayModel.Convert(code.At(b.Min.X+x, b.Min.Y+y)).(color.Gray).Y < 128
-	}
-	raw, err := qrPNG(n, dark)
+	raw, err := qrPNG(n, func(x, y int) bool { return mods[y*n+x] == 1 })
 	if err != nil {
 		return "", fmt.Errorf("otp: png: %w", err)
 	}
@@ -43,33 +37,38 @@ func QRDataURI(content string) (string, error) {
 
 // zlibWriters keeps deflate's state (about a megabyte) between images.
 var zlibWriters = sync.Pool{New: func() any {
-	z, _ := zlib.NewWriterLevel(nil, zlib.DefaultCompression) // a valid level: no error
+	z, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed) // a valid level: no error
 	return z
 }}
 
 // qrPNG encodes n×n modules, with the quiet zone, as a 1-bit grayscale
 // PNG at QRScale pixels per module. It writes the rows itself: image/png
 // asks the image for every pixel's colour index, which cost more than the
-// QR encoding. Each module row is one packed row repeated QRScale times,
-// which deflate turns into back references.
+// QR encoding. Each module row is one packed row followed by QRScale-1
+// rows with PNG's "Up" filter (all zero: same as the row above), which
+// deflate compresses at almost no cost.
 func qrPNG(n int, dark func(x, y int) bool) ([]byte, error) {
 	size := (n + 2*QRBorder) * QRScale
-	stride := 1 + (size+7)/8 // filter byte "none", then 8 pixels a byte
+	stride := 1 + (size+7)/8 // filter byte, then 8 pixels a byte
 	white := make([]byte, stride)
 	for i := 1; i < stride; i++ {
 		white[i] = 0xff
 	}
+	same := make([]byte, stride)
+	same[0] = 2 // filter "Up", every difference 0
 	row := make([]byte, stride)
 	var idat bytes.Buffer
 	z := zlibWriters.Get().(*zlib.Writer)
 	defer zlibWriters.Put(z)
 	z.Reset(&idat)
-	writeRows := func(r []byte, times int) {
-		for range times {
-			_, _ = z.Write(r) // a bytes.Buffer does not fail
+	// band writes r (filter "none") and repeats it for times-1 rows.
+	band := func(r []byte, times int) {
+		_, _ = z.Write(r) // a bytes.Buffer does not fail
+		for range times - 1 {
+			_, _ = z.Write(same)
 		}
 	}
-	writeRows(white, QRBorder*QRScale)
+	band(white, QRBorder*QRScale)
 	for y := range n {
 		copy(row, white)
 		for x := range n {
@@ -80,9 +79,9 @@ func qrPNG(n int, dark func(x, y int) bool) ([]byte, error) {
 				row[1+px/8] &^= 0x80 >> (px % 8)
 			}
 		}
-		writeRows(row, QRScale)
+		band(row, QRScale)
 	}
-	writeRows(white, QRBorder*QRScale)
+	band(white, QRBorder*QRScale)
 	if err := z.Close(); err != nil {
 		return nil, err
 	}

@@ -494,10 +494,17 @@ func plainOnly(v *xValue, what string) (string, string) {
 	return strings.TrimSpace(*v.PlainValue), ""
 }
 
+// suiteSeparators are left out of a Suite before it is matched (built
+// once: a Replacer's first use builds its tables).
+var suiteSeparators = strings.NewReplacer("-", "", "_", "", " ", "")
+
 // suiteHash reads the HMAC hash from AlgorithmParameters/Suite, where vendors
 // put it for SHA-256 and SHA-512 tokens ("HMAC-SHA256", "SHA-256", ...).
 func suiteHash(suite string) string {
-	s := strings.NewReplacer("-", "", "_", "", " ", "").Replace(lowerTrim(suite))
+	if strings.TrimSpace(suite) == "" {
+		return ""
+	}
+	s := suiteSeparators.Replace(lowerTrim(suite))
 	switch {
 	case strings.Contains(s, "sha512"):
 		return "sha512"
