@@ -108,6 +108,17 @@ func (in *Instance) User(ctx context.Context, uid string) (Info, error) {
 	return info, nil
 }
 
+// SearchPage lists one page of users (never cached); see Pager.
+func (in *Instance) SearchPage(ctx context.Context, filter map[string]string, offset, limit int) (Page, error) {
+	return SearchPage(ctx, in.r, filter, offset, limit)
+}
+
+// Loading reports whether the store is still loading its data (Loader).
+func (in *Instance) Loading() bool {
+	l, ok := in.r.(Loader)
+	return ok && l.Loading()
+}
+
 // Search lists users (never cached).
 func (in *Instance) Search(ctx context.Context, filter map[string]string) ([]Info, error) {
 	return in.r.Search(ctx, filter)

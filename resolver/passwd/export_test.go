@@ -17,3 +17,10 @@ func Verify(hash, password string) bool { return verify(hash, password) }
 
 // DummyHash is the hash unknown users are checked against.
 const DummyHash = dummyHash
+
+// WaitLoaded waits for the first load of a passwd store.
+func WaitLoaded(r resolver.Resolver) { <-r.(*store).first }
+
+// SetBackgroundSize sets the file size from which reloads run in the
+// background.
+func SetBackgroundSize(r resolver.Resolver, n int64) { r.(*store).backgroundSize = n }
