@@ -232,7 +232,11 @@ func newStore(pol policy, path string, limit int64, env resolver.Env) (*store, e
 	s.sem <- struct{}{}
 	s.lastCheck.Store(s.now().UnixNano())
 	s.loading.Store(true)
+	hold := beforeFirstLoad
 	go func() {
+		if hold != nil {
+			hold()
+		}
 		// A failure is logged and retried on later calls: the file may
 		// appear after the store is configured.
 		_ = s.load(s.bg, false)
@@ -244,6 +248,10 @@ func newStore(pol policy, path string, limit int64, env resolver.Env) (*store, e
 }
 
 var errClosed = fmt.Errorf("passwd: store closed: %w", resolver.ErrUnavailable)
+
+// beforeFirstLoad, when set (by tests, before building stores), runs
+// before each store's first load.
+var beforeFirstLoad func()
 
 // Loading reports whether the first load is still running.
 func (s *store) Loading() bool { return s.loading.Load() }
