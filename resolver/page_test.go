@@ -23,8 +23,10 @@ type listStore struct {
 
 type pagedStore struct{ *listStore }
 
-func (s *listStore) UserID(context.Context, string) (string, error)   { return "", resolver.ErrNoUser }
-func (s *listStore) User(context.Context, string) (resolver.Info, error) { return nil, resolver.ErrNoUser }
+func (s *listStore) UserID(context.Context, string) (string, error) { return "", resolver.ErrNoUser }
+func (s *listStore) User(context.Context, string) (resolver.Info, error) {
+	return nil, resolver.ErrNoUser
+}
 func (s *listStore) CheckPassword(context.Context, string, string) (bool, error) {
 	return false, nil
 }

@@ -87,7 +87,7 @@ func TestPostgresPages(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	for i := range manyRows {
-		if _, err := db.ExecContext(ctx, `INSERT INTO authsrv.users (login, "givenName", active) VALUES ($1, 'P', 1)`, "pg"+strconv.Itoa(1000+i)[1:]); err != nil {
+		if _, err := db.ExecContext(ctx, `INSERT INTO authsrv.users (login, "givenName", active) VALUES ($1, 'P', 1)`, "pg"+strconv.Itoa(1000 + i)[1:]); err != nil {
 			t.Fatal(err)
 		}
 	}
