@@ -37,8 +37,8 @@ func userJSON(l realm.Listed, custom map[string]string, only []string) map[strin
 // here; ours keeps its answer: value is the plain list of one page (page,
 // default 1; pagesize, default authsrv.DefaultUserPageSize, at most
 // authsrv.MaxUserPageSize), and when the request names a page or more
-// users follow, detail tells where the page lies (page, pagesize, next and
-// prev, null at the ends), as GET /token/'s value does.
+// users follow, detail tells where the page lies (page, pagesize, and next
+// and prev unless at an end), as GET /token/'s value does.
 func getUsers(c *call) (answer, error) {
 	req, only, err := c.userListParams()
 	if err != nil {
@@ -58,11 +58,15 @@ func getUsers(c *call) (answer, error) {
 	}
 	a := answer{value: out}
 	if pg.More || c.p.has("page") || c.p.has("pagesize") {
-		next := 0
+		// No nulls (PAM clients abort on one): next and prev are left out
+		// at the ends.
+		a.detail = map[string]any{"page": pg.Page, "pagesize": pg.PageSize}
 		if pg.More {
-			next = pg.Page + 1
+			a.detail["next"] = pg.Page + 1
 		}
-		a.detail = map[string]any{"page": pg.Page, "pagesize": pg.PageSize, "next": pageOrNull(next), "prev": pageOrNull(pg.Page - 1)}
+		if pg.Page > 1 {
+			a.detail["prev"] = pg.Page - 1
+		}
 	}
 	return a, nil
 }
