@@ -4,10 +4,13 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"hash/maphash"
+	"errors"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -211,65 +214,40 @@ func sortFolded(n int, get func(uint32) string) []uint32 {
 	return ids
 }
 
-// seenSet remembers strings by a 64-bit hash, falling back to the text on
-// a collision; it costs about 12 bytes per string while a file loads.
-type seenSet struct {
-	seed  maphash.Seed
-	first map[uint64]uint32 // hash -> entry id that has it
-	extra map[string]bool   // strings whose hash another string had first
-}
-
-func newSeenSet(n int) *seenSet {
-	return &seenSet{seed: maphash.MakeSeed(), first: make(map[uint64]uint32, n)}
-}
-
-// has reports whether v was added (get reads an added entry's value).
-func (s *seenSet) has(v string, get func(uint32) string) bool {
-	id, ok := s.first[maphash.String(s.seed, v)]
-	if !ok {
-		return false
-	}
-	return get(id) == v || s.extra[v]
-}
-
-func (s *seenSet) add(v string, id uint32, get func(uint32) string) {
-	h := maphash.String(s.seed, v)
-	if prev, ok := s.first[h]; ok && get(prev) != v {
-		if s.extra == nil {
-			s.extra = map[string]bool{}
-		}
-		s.extra[v] = true
-		return
-	}
-	s.first[h] = id
-}
-
-// progress is told how far a load has got (bytes of the text read).
+// progress is told how far a load has got (bytes of the text parsed).
 type progress func(done int)
 
-// parse reads the file's text. Comments, blank and malformed lines are
-// skipped. A login or uid seen before is skipped too (counted as a
-// duplicate): the first line wins, as with getpwnam and getpwuid, and
-// every login maps to one uid and back.
-func parse(ctx context.Context, data string, report progress) (*snapshot, error) {
-	s := &snapshot{data: data}
-	estimate := strings.Count(data, "\n") + 1
-	s.lines = make([]uint32, 0, estimate)
-	s.emailOff = make([]uint32, 0, estimate)
-	s.emailLen = make([]uint8, 0, estimate)
-	logins, uids := newSeenSet(estimate), newSeenSet(estimate)
-	off := 0
-	for lineNo := 1; off < len(data); lineNo++ {
+// parsed is what one worker's parse of a span of the text found.
+type parsed struct {
+	lines, emailOff []uint32
+	emailLen        []uint8
+	skipped         int
+}
+
+// parseSpan parses the lines of data[from:to] (to at a line end or the
+// end of data).
+func parseSpan(ctx context.Context, data string, from, to int, done *atomic.Int64, report progress) (parsed, error) {
+	var p parsed
+	estimate := strings.Count(data[from:to], "\n") + 1
+	p.lines = make([]uint32, 0, estimate)
+	p.emailOff = make([]uint32, 0, estimate)
+	p.emailLen = make([]uint8, 0, estimate)
+	off, last := from, from
+	for lineNo := 1; off < to; lineNo++ {
 		if lineNo&8191 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return p, err
 			}
-			if report != nil && lineNo&(1<<18-1) == 0 {
-				report(off)
+			if lineNo&(1<<17-1) == 0 {
+				d := done.Add(int64(off - last))
+				last = off
+				if report != nil {
+					report(int(d))
+				}
 			}
 		}
-		line := data[off:]
-		next := len(data)
+		line := data[off:to]
+		next := to
 		if i := strings.IndexByte(line, '\n'); i >= 0 {
 			line, next = line[:i], off+i+1
 		}
@@ -278,50 +256,210 @@ func parse(ctx context.Context, data string, report progress) (*snapshot, error)
 		e, ok := parseLine(line)
 		if !ok {
 			if !ignorable(line) {
-				s.skipped++
+				p.skipped++
 			}
 			continue
 		}
-		if logins.has(e.login, s.login) || uids.has(e.uid, s.uid) {
-			s.duplicates++
-			continue
-		}
-		id := uint32(len(s.lines))
-		s.lines = append(s.lines, uint32(start))
+		p.lines = append(p.lines, uint32(start))
 		var eo uint32
 		if e.email != "" {
 			// e.email is a substring of the line: its offset in data.
 			eo = uint32(start + strings.Index(line, e.email))
 		}
-		s.emailOff = append(s.emailOff, eo)
-		s.emailLen = append(s.emailLen, uint8(len(e.email)))
-		logins.add(e.login, id, s.login)
-		uids.add(e.uid, id, s.uid)
+		p.emailOff = append(p.emailOff, eo)
+		p.emailLen = append(p.emailLen, uint8(len(e.email)))
 	}
-	logins, uids = nil, nil
+	done.Add(int64(off - last))
+	return p, nil
+}
+
+// parallelMin is the smallest file parsed and indexed by several
+// goroutines (tests lower it).
+var parallelMin = 4 << 20
+
+// parseWorkers is how many goroutines parse and index a file.
+func parseWorkers(size int) int {
+	if size < parallelMin {
+		return 1
+	}
+	return min(runtime.GOMAXPROCS(0), 4)
+}
+
+// parse reads the file's text. Comments, blank and malformed lines are
+// skipped. A login or uid seen before is skipped too (counted as a
+// duplicate): the first line wins, as with getpwnam and getpwuid, and
+// every login maps to one uid and back. Big files are parsed and indexed
+// by several goroutines.
+func parse(ctx context.Context, data string, report progress) (*snapshot, error) {
+	workers := parseWorkers(len(data))
+	// Cut the text into spans at line ends.
+	bounds := []int{0}
+	for w := 1; w < workers; w++ {
+		at := max(bounds[len(bounds)-1], len(data)*w/workers)
+		if i := strings.IndexByte(data[at:], '\n'); i >= 0 {
+			at += i + 1
+		} else {
+			at = len(data)
+		}
+		bounds = append(bounds, at)
+	}
+	bounds = append(bounds, len(data))
+	parts := make([]parsed, workers)
+	errs := make([]error, workers)
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		rep := report
+		if w > 0 {
+			rep = nil // one worker reports the sum
+		}
+		wg.Go(func() { parts[w], errs[w] = parseSpan(ctx, data, bounds[w], bounds[w+1], &done, rep) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	s := &snapshot{data: data}
+	if workers == 1 {
+		s.lines, s.emailOff, s.emailLen, s.skipped = parts[0].lines, parts[0].emailOff, parts[0].emailLen, parts[0].skipped
+	} else {
+		n := 0
+		for _, p := range parts {
+			n += len(p.lines)
+		}
+		s.lines, s.emailOff, s.emailLen = make([]uint32, 0, n), make([]uint32, 0, n), make([]uint8, 0, n)
+		for i := range parts {
+			p := &parts[i]
+			s.lines = append(s.lines, p.lines...)
+			s.emailOff = append(s.emailOff, p.emailOff...)
+			s.emailLen = append(s.emailLen, p.emailLen...)
+			s.skipped += p.skipped
+			*p = parsed{}
+		}
+	}
+	s.lines = slices.Clip(s.lines)
+	s.emailOff, s.emailLen = slices.Clip(s.emailOff), slices.Clip(s.emailLen)
+	s.index(workers)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	n := len(s.lines)
-	s.lines = slices.Clip(s.lines)
-	s.emailOff, s.emailLen = slices.Clip(s.emailOff), slices.Clip(s.emailLen)
-	s.byLogin = sortFolded(n, s.login)
-	s.byDesc = sortFolded(n, s.gecos)
-	s.byEmail = sortFolded(n, s.email)
-	type un struct{ num, id uint32 }
-	nums := make([]un, n)
+	if drop := s.duplicateIDs(); len(drop) > 0 {
+		s.duplicates = len(drop)
+		s.remove(drop)
+	}
+	return s, nil
+}
+
+// index builds the sorted indexes, several at a time.
+func (s *snapshot) index(workers int) {
+	n := s.count()
+	jobs := []func(){
+		func() { s.byLogin = sortFolded(n, s.login) },
+		func() { s.byDesc = sortFolded(n, s.gecos) },
+		func() { s.byEmail = sortFolded(n, s.email) },
+		func() { s.byUID = sortUIDs(n, s.uidNum) },
+	}
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for _, job := range jobs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			job()
+		})
+	}
+	wg.Wait()
+}
+
+// sortUIDs returns the entry ids sorted by numeric uid, ties by id.
+func sortUIDs(n int, num func(uint32) uint32) []uint32 {
+	keys := make([]uint64, n)
 	for i := range n {
-		nums[i] = un{s.uidNum(uint32(i)), uint32(i)}
+		keys[i] = uint64(num(uint32(i)))<<32 | uint64(i)
 	}
-	slices.SortFunc(nums, func(a, b un) int {
-		if c := cmp.Compare(a.num, b.num); c != 0 {
-			return c
+	slices.Sort(keys)
+	ids := make([]uint32, n)
+	for i, k := range keys {
+		ids[i] = uint32(k)
+	}
+	return ids
+}
+
+// duplicateIDs returns, in file order, the entries the first-line-wins
+// rule drops. Only entries that share a login or a uid with another
+// entry (neighbours in the sorted indexes) can be dropped; the rule runs
+// in file order over those alone.
+func (s *snapshot) duplicateIDs() []uint32 {
+	var involved []uint32
+	runs := func(idx []uint32, same func(a, b uint32) bool, get func(uint32) string) {
+		for i := 0; i < len(idx); {
+			j := i + 1
+			for j < len(idx) && same(idx[i], idx[j]) {
+				j++
+			}
+			if j-i > 1 {
+				// A run of equal keys: its members whose exact value
+				// repeats are involved.
+				run := slices.Clone(idx[i:j])
+				slices.SortFunc(run, func(a, b uint32) int { return strings.Compare(get(a), get(b)) })
+				for a := 0; a < len(run); {
+					b := a + 1
+					for b < len(run) && get(run[b]) == get(run[a]) {
+						b++
+					}
+					if b-a > 1 {
+						involved = append(involved, run[a:b]...)
+					}
+					a = b
+				}
+			}
+			i = j
 		}
-		return cmp.Compare(a.id, b.id)
-	})
-	s.byUID = make([]uint32, n)
-	for i, x := range nums {
-		s.byUID[i] = x.id
 	}
-	return s, ctx.Err()
+	runs(s.byLogin, func(a, b uint32) bool { return foldCompare(s.login(a), s.login(b)) == 0 }, s.login)
+	runs(s.byUID, func(a, b uint32) bool { return s.uidNum(a) == s.uidNum(b) }, s.uid)
+	if len(involved) == 0 {
+		return nil
+	}
+	slices.Sort(involved)
+	involved = slices.Compact(involved)
+	logins, uids := map[string]bool{}, map[string]bool{}
+	var drop []uint32
+	for _, id := range involved {
+		l, u := s.login(id), s.uid(id)
+		if logins[l] || uids[u] {
+			drop = append(drop, id)
+			continue
+		}
+		logins[l], uids[u] = true, true
+	}
+	return drop
+}
+
+// remove drops the entries drop (sorted) and renumbers the rest.
+func (s *snapshot) remove(drop []uint32) {
+	n := s.count()
+	remap := make([]uint32, n)
+	const gone = ^uint32(0)
+	next, d := uint32(0), 0
+	for id := range n {
+		if d < len(drop) && drop[d] == uint32(id) {
+			remap[id] = gone
+			d++
+			continue
+		}
+		remap[id] = next
+		s.lines[next], s.emailOff[next], s.emailLen[next] = s.lines[id], s.emailOff[id], s.emailLen[id]
+		next++
+	}
+	s.lines, s.emailOff, s.emailLen = slices.Clip(s.lines[:next]), slices.Clip(s.emailOff[:next]), slices.Clip(s.emailLen[:next])
+	for _, idx := range []*[]uint32{&s.byLogin, &s.byDesc, &s.byEmail, &s.byUID} {
+		out := (*idx)[:0]
+		for _, id := range *idx {
+			if r := remap[id]; r != gone {
+				out = append(out, r)
+			}
+		}
+		*idx = slices.Clip(out)
+	}
 }

@@ -102,6 +102,16 @@ func genFile(rng *rand.Rand, n int) (string, []string) {
 }
 
 func TestIndexEqualsLinear(t *testing.T) {
+	t.Run("OneWorker", testIndexEqualsLinear)
+	t.Run("Parallel", func(t *testing.T) {
+		old := parallelMin
+		parallelMin = 0
+		defer func() { parallelMin = old }()
+		testIndexEqualsLinear(t)
+	})
+}
+
+func testIndexEqualsLinear(t *testing.T) {
 	nonTrivial := 0
 	defer func() {
 		// The generated searches must mostly select some users but not
