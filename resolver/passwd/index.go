@@ -31,6 +31,11 @@ type snapshot struct {
 	// Entry ids sorted by the lower-cased login, gecos and email, and by
 	// the numeric uid (ties by entry id).
 	byLogin, byDesc, byEmail, byUID []uint32
+	// Beside byLogin, the first 8 bytes of each folded login (big-endian,
+	// zero-padded), and beside byUID each numeric uid: lookups search
+	// these compact arrays and touch the text only to settle ties.
+	loginKeys []uint64
+	uidKeys   []uint32
 
 	skipped    int // malformed lines
 	duplicates int // lines whose login or uid an earlier line already has
@@ -61,7 +66,12 @@ func (s *snapshot) field(id uint32, k int) string {
 	return l
 }
 
-func (s *snapshot) login(id uint32) string { return s.field(id, 0) }
+// login is the first field: a parsed line has its colons before its end,
+// so the cut needs no look for the line's end.
+func (s *snapshot) login(id uint32) string {
+	l := s.data[s.lines[id]:]
+	return l[:strings.IndexByte(l, ':')]
+}
 func (s *snapshot) uid(id uint32) string   { return s.field(id, 2) }
 func (s *snapshot) gecos(id uint32) string { return s.field(id, 4) }
 func (s *snapshot) email(id uint32) string {
@@ -81,7 +91,7 @@ func (s *snapshot) entry(id uint32) entry {
 
 // byLoginExact returns the entry whose login is exactly login.
 func (s *snapshot) byLoginExact(login string) (uint32, bool) {
-	lo, hi := foldRange(s.byLogin, s.login, fold(login), false)
+	lo, hi := s.loginRange(fold(login), false)
 	for _, id := range s.byLogin[lo:hi] {
 		if s.login(id) == login {
 			return id, true
@@ -110,9 +120,40 @@ func (s *snapshot) uidRange(lo, hi uint64) (int, int) {
 	if lo > hi {
 		return 0, 0
 	}
-	a := sort.Search(len(s.byUID), func(i int) bool { return uint64(s.uidNum(s.byUID[i])) >= lo })
-	b := a + sort.Search(len(s.byUID)-a, func(i int) bool { return uint64(s.uidNum(s.byUID[a+i])) > hi })
+	a := sort.Search(len(s.uidKeys), func(i int) bool { return uint64(s.uidKeys[i]) >= lo })
+	b := a + sort.Search(len(s.uidKeys)-a, func(i int) bool { return uint64(s.uidKeys[a+i]) > hi })
 	return a, b
+}
+
+// prefixKey is the first 8 bytes of a folded text, big-endian and
+// zero-padded, as makeKey's k0.
+func prefixKey(p string) uint64 {
+	var b [8]byte
+	copy(b[:], p)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// loginRange is foldRange over byLogin for the folded p: first through
+// loginKeys, then over the text within the keys' span.
+func (s *snapshot) loginRange(p string, prefix bool) (int, int) {
+	pk := prefixKey(p)
+	keys := s.loginKeys
+	if prefix && len(p) < 8 {
+		// Every login whose key starts with p's bytes, and no other.
+		lo := sort.Search(len(keys), func(i int) bool { return keys[i] >= pk })
+		if len(p) == 0 {
+			return lo, len(keys)
+		}
+		end := pk + uint64(1)<<(8*(8-len(p)))
+		if end < pk { // p's bytes are all 0xff: to the end
+			return lo, len(keys)
+		}
+		return lo, sort.Search(len(keys), func(i int) bool { return keys[i] >= end })
+	}
+	lo := sort.Search(len(keys), func(i int) bool { return keys[i] >= pk })
+	hi := lo + sort.Search(len(keys)-lo, func(i int) bool { return keys[lo+i] > pk })
+	a, b := foldRange(s.byLogin[lo:hi], s.login, p, prefix)
+	return lo + a, lo + b
 }
 
 // fold is the case folding of searches (strings.ToLower, as the
@@ -185,8 +226,8 @@ func makeKey(v string, id uint32) sortKey {
 }
 
 // sortFolded returns the entry ids 0..n-1 sorted by fold(get(id)), ties
-// by id.
-func sortFolded(n int, get func(uint32) string) []uint32 {
+// by id, and with withKeys each one's first 8 folded bytes (prefixKey).
+func sortFolded(n int, get func(uint32) string, withKeys bool) ([]uint32, []uint64) {
 	keys := make([]sortKey, n)
 	for i := range n {
 		keys[i] = makeKey(get(uint32(i)), uint32(i))
@@ -211,7 +252,14 @@ func sortFolded(n int, get func(uint32) string) []uint32 {
 	for i, k := range keys {
 		ids[i] = k.id
 	}
-	return ids
+	if !withKeys {
+		return ids, nil
+	}
+	k0 := make([]uint64, n)
+	for i, k := range keys {
+		k0[i] = k.k0
+	}
+	return ids, k0
 }
 
 // progress is told how far a load has got (bytes of the text parsed).
@@ -354,10 +402,10 @@ func parse(ctx context.Context, data string, report progress) (*snapshot, error)
 func (s *snapshot) index(workers int) {
 	n := s.count()
 	jobs := []func(){
-		func() { s.byLogin = sortFolded(n, s.login) },
-		func() { s.byDesc = sortFolded(n, s.gecos) },
-		func() { s.byEmail = sortFolded(n, s.email) },
-		func() { s.byUID = sortUIDs(n, s.uidNum) },
+		func() { s.byLogin, s.loginKeys = sortFolded(n, s.login, true) },
+		func() { s.byDesc, _ = sortFolded(n, s.gecos, false) },
+		func() { s.byEmail, _ = sortFolded(n, s.email, false) },
+		func() { s.byUID, s.uidKeys = sortUIDs(n, s.uidNum) },
 	}
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
@@ -371,18 +419,19 @@ func (s *snapshot) index(workers int) {
 	wg.Wait()
 }
 
-// sortUIDs returns the entry ids sorted by numeric uid, ties by id.
-func sortUIDs(n int, num func(uint32) uint32) []uint32 {
+// sortUIDs returns the entry ids sorted by numeric uid, ties by id, and
+// each one's uid.
+func sortUIDs(n int, num func(uint32) uint32) ([]uint32, []uint32) {
 	keys := make([]uint64, n)
 	for i := range n {
 		keys[i] = uint64(num(uint32(i)))<<32 | uint64(i)
 	}
 	slices.Sort(keys)
-	ids := make([]uint32, n)
+	ids, nums := make([]uint32, n), make([]uint32, n)
 	for i, k := range keys {
-		ids[i] = uint32(k)
+		ids[i], nums[i] = uint32(k), uint32(k>>32)
 	}
-	return ids
+	return ids, nums
 }
 
 // duplicateIDs returns, in file order, the entries the first-line-wins
@@ -455,11 +504,28 @@ func (s *snapshot) remove(drop []uint32) {
 	s.lines, s.emailOff, s.emailLen = slices.Clip(s.lines[:next]), slices.Clip(s.emailOff[:next]), slices.Clip(s.emailLen[:next])
 	for _, idx := range []*[]uint32{&s.byLogin, &s.byDesc, &s.byEmail, &s.byUID} {
 		out := (*idx)[:0]
-		for _, id := range *idx {
-			if r := remap[id]; r != gone {
-				out = append(out, r)
+		var lk []uint64
+		var uk []uint32
+		for i, id := range *idx {
+			r := remap[id]
+			if r == gone {
+				continue
 			}
+			// The keys beside an index move with it.
+			switch idx {
+			case &s.byLogin:
+				lk = append(lk, s.loginKeys[i])
+			case &s.byUID:
+				uk = append(uk, s.uidKeys[i])
+			}
+			out = append(out, r)
 		}
 		*idx = slices.Clip(out)
+		switch idx {
+		case &s.byLogin:
+			s.loginKeys = lk
+		case &s.byUID:
+			s.uidKeys = uk
+		}
 	}
 }

@@ -191,7 +191,7 @@ func (m *matcher) candidates(s *snapshot) (ids []uint32, all bool) {
 		}
 	}
 	if p := m.username; p.indexed() {
-		lo, hi := foldRange(s.byLogin, s.login, p.text, p.prefix)
+		lo, hi := s.loginRange(p.text, p.prefix)
 		consider(s.byLogin, lo, hi)
 	}
 	if p := m.description; p.indexed() {
