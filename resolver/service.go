@@ -309,6 +309,12 @@ func (s *Service) Save(ctx context.Context, name string, params map[string]strin
 		return 0, err
 	}
 	s.drop(name)
+	if t.Preload {
+		// Start loading the data now rather than on the first lookup.
+		if _, err := s.Instance(ctx, name); err != nil {
+			s.log.Error().Err(err).Str("resolver", name).Msg("resolver cannot be built after saving")
+		}
+	}
 	return id, nil
 }
 

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -109,7 +110,9 @@ type loadingStore struct {
 func (l loadingStore) Loading() bool { return l.loading.Load() }
 
 // TestReadyWhileLoading: readyz answers 503 naming the resolvers that are
-// still loading their data, and ready once they are done.
+// still loading their data, and ready once they are done: a resolver
+// saved through the API starts loading at once, and a server started on a
+// store that defines one loads it at start.
 func TestReadyWhileLoading(t *testing.T) {
 	var loading atomic.Bool
 	loading.Store(true)
@@ -129,9 +132,6 @@ func TestReadyWhileLoading(t *testing.T) {
 	e := newEnvWith(t, []authsrv.Option{authsrv.WithResolverTypes(types)})
 	tok := e.login(t)
 	wantOK(t, e.admin(t, tok, "POST", "/resolver/slow1", form("type", "slowresolver")))
-	if err := e.s.Resolvers().Preload(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	r := e.do(t, "GET", "/healthz/readyz", "", "", nil)
 	if want := `{"hsm":"OK","resolvers":"loading: slow1","status":"not ready"}`; r.status != 503 || strings.TrimSpace(string(r.body)) != want {
 		t.Errorf("readyz while loading: %d %s, want 503 %s", r.status, r.body, want)
@@ -140,5 +140,22 @@ func TestReadyWhileLoading(t *testing.T) {
 	r = e.do(t, "GET", "/healthz/readyz", "", "", nil)
 	if r.status != 200 {
 		t.Errorf("readyz after the load: %d %s", r.status, r.body)
+	}
+
+	// A second server on the same store loads slow1 when it starts.
+	loading.Store(true)
+	s2, err := authsrv.New(authsrv.WithStore(e.s.Store()), authsrv.WithResolverTypes(types),
+		authsrv.WithEncKey(testKey), authsrv.WithJWTKey(testKey), authsrv.WithKDFParams(cheapKDF))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	var le *resolver.LoadingError
+	if err := s2.Ready(t.Context()); !errors.As(err, &le) || len(le.Resolvers) != 1 || le.Resolvers[0] != "slow1" {
+		t.Errorf("Ready of a server started while slow1 loads: %v", err)
+	}
+	loading.Store(false)
+	if err := s2.Ready(t.Context()); err != nil {
+		t.Errorf("Ready after the load: %v", err)
 	}
 }
