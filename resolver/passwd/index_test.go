@@ -103,10 +103,10 @@ func genFile(rng *rand.Rand, n int) (string, []string) {
 
 func TestIndexEqualsLinear(t *testing.T) {
 	t.Run("OneWorker", testIndexEqualsLinear)
-	t.Run("Parallel", func(t *testing.T) {
-		old := parallelMin
-		parallelMin = 0
-		defer func() { parallelMin = old }()
+	t.Run("ParallelBitmap", func(t *testing.T) {
+		old, oldSort := parallelMin, sortMax
+		parallelMin, sortMax = 0, 0
+		defer func() { parallelMin, sortMax = old, oldSort }()
 		testIndexEqualsLinear(t)
 	})
 }

@@ -175,6 +175,17 @@ func (m *matcher) matchID(s *snapshot, id uint32) bool {
 		(m.userid == nil || m.userid.match(s.uidNum(id)))
 }
 
+// conditions counts the filter's conditions.
+func (m *matcher) conditions() int {
+	n := 0
+	for _, set := range []bool{m.username != nil, m.description != nil, m.email != nil, m.userid != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
 // indexed reports whether p can be answered from a sorted index: an exact
 // value or a prefix (value*), not a suffix or infix search.
 func (p *pattern) indexed() bool { return p != nil && !p.all && !p.suffix }
@@ -212,11 +223,15 @@ func (m *matcher) candidates(s *snapshot) (ids []uint32, all bool) {
 	return fileOrder(bestIdx, s.count()), false
 }
 
+// sortMax is the most ids fileOrder sorts (tests lower it).
+var sortMax = 2048
+
 // fileOrder returns ids (a span of an index) in ascending order: sorted
-// when few, else through a bitmap over all n entries.
+// when few, else through a bitmap over all n entries (n/8 bytes, cheaper
+// than sorting from a couple of thousand ids on).
 func fileOrder(ids []uint32, n int) []uint32 {
 	out := make([]uint32, 0, len(ids))
-	if len(ids) < n/64+1 {
+	if len(ids) <= sortMax {
 		out = append(out, ids...)
 		slices.Sort(out)
 		return out
@@ -241,6 +256,16 @@ func fileOrder(ids []uint32, n int) []uint32 {
 func (m *matcher) page(ctx context.Context, s *snapshot, offset, limit int) (resolver.Page, error) {
 	p := resolver.Page{Total: -1}
 	ids, all := m.candidates(s)
+	if !all && m.conditions() == 1 {
+		// The one condition came from its index: every candidate matches.
+		p.Total = len(ids)
+		for _, id := range ids[min(offset, len(ids)):min(offset+limit, len(ids))] {
+			e := s.entry(id)
+			p.Users = append(p.Users, e.info())
+		}
+		p.More = offset+limit < len(ids)
+		return p, nil
+	}
 	n := len(ids)
 	if all {
 		n = s.count()
