@@ -35,12 +35,11 @@ func (e *tooLargeError) Error() string {
 // and by configuration errors (no OS error text, nothing read from the
 // file). The refusals name the rule that refused.
 func describe(err error, path string) string {
+	var tl *tooLargeError
 	switch {
 	case errors.Is(err, fileroot.ErrDataDir):
 		return fmt.Sprintf("The file %s is in the server's data directory, whose files are never readable as a user list.", path)
-	case errors.As(err, new(*tooLargeError)):
-		var tl *tooLargeError
-		errors.As(err, &tl)
+	case errors.As(err, &tl):
 		return fmt.Sprintf("The file has %d bytes, more than the limit of %d bytes (parameter %s).", tl.size, tl.limit, ParamMaxFileSize)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return "The test was cancelled or timed out."

@@ -197,7 +197,7 @@ func foldRange(idx []uint32, get func(uint32) string, p string, prefix bool) (in
 		v := get(idx[lo+i])
 		if prefix {
 			f := fold(v)
-			return !strings.HasPrefix(f, p) && f > p
+			return !strings.HasPrefix(f, p)
 		}
 		return foldCompare(v, p) > 0
 	})
