@@ -34,7 +34,7 @@ func passwdFile(t *testing.T, base int, logins ...string) string {
 // TestUserListPages: GET /user/ pages a realm of two passwd resolvers as
 // one list (priority order, a login of the second resolver that the first
 // has left out); value stays a plain list; detail places the page;
-// out-of-range paging parameters are a parameter error.
+// out-of-range paging parameters are a parameter error (reliability B11).
 func TestUserListPages(t *testing.T) {
 	e := newEnv(t)
 	tok := e.login(t)
@@ -90,7 +90,7 @@ func TestUserListPages(t *testing.T) {
 	if len(list) != 4 || list[0].(map[string]any)["username"] != "b14" || at(r.json, "detail.next") != float64(3) {
 		t.Errorf("b1* page 2: %v %v", list, at(r.json, "detail"))
 	}
-	for _, bad := range []string{"pagesize=10000&page=1000000", "pagesize=0", "pagesize=-1", "pagesize=1000000", "pagesize=10001", "page=0", "page=-3", "page=x", "pagesize=1e3"} {
+	for _, bad := range []string{"pagesize=10000&page=1000000", "page=100000000000000000000", "pagesize=1000000000", "pagesize=0", "pagesize=-1", "pagesize=1000000", "pagesize=10001", "page=0", "page=-3", "page=x", "pagesize=1e3"} {
 		r := e.admin(t, tok, "GET", "/user/?realm=r1&"+bad, "")
 		if r.status != 400 || at(r.json, "result.status") != false {
 			t.Errorf("%s: %d %s", bad, r.status, r.body)
