@@ -15,7 +15,7 @@ import (
 
 // DefaultMaxFileSize is the largest passwd file a store loads unless its
 // MaxFileSize parameter says otherwise: about 2.5 million users of 100
-// bytes. The store holds the file's text plus about 25 bytes per user.
+// bytes. The store holds the file's text plus about 45 bytes per user.
 const DefaultMaxFileSize = 256 << 20
 
 // maxMaxFileSize is the highest MaxFileSize: offsets into the text are

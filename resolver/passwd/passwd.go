@@ -1,7 +1,7 @@
 // Package passwd is the passwd-file user store ("passwdresolver"): users
 // come from a file in /etc/passwd format, which the store keeps in memory
 // (the file's text and sorted indexes of its logins, gecos, e-mail
-// addresses and uids: about the file's size plus 30 bytes per user) and
+// addresses and uids: about the file's size plus 45 bytes per user) and
 // reloads when it changes. The first load starts when the store is built
 // (resolver.Loader: readiness waits for it); reloads of big files run in
 // the background while lookups answer from the last copy. Exact and
