@@ -121,6 +121,7 @@ func (p policy) read(ctx context.Context, path string, limit int64, unchanged fu
 	data := buf.String()
 	var rep progress
 	if report != nil {
+		report(0, int64(len(data)))
 		rep = func(done int) { report(int64(done), int64(len(data))) }
 	}
 	snap, err := parse(ctx, data, rep)

@@ -323,7 +323,7 @@ func parseSpan(ctx context.Context, data string, from, to int, done *atomic.Int6
 			if err := ctx.Err(); err != nil {
 				return p, err
 			}
-			if lineNo&(1<<17-1) == 0 {
+			if lineNo&(1<<16-1) == 0 {
 				d := done.Add(int64(off - last))
 				last = off
 				if report != nil {

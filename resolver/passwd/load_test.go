@@ -1,6 +1,7 @@
 package passwd_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/authsrv/authsrv/resolver"
 	"github.com/authsrv/authsrv/resolver/passwd"
@@ -132,5 +135,32 @@ func TestReloadDuringLookups(t *testing.T) {
 	versionsSeen.Range(func(any, any) bool { n++; return true })
 	if n < 2 {
 		t.Errorf("the lookups saw %d versions; the test did not reload under them", n)
+	}
+}
+
+// TestProgressLog: loading a file of 32 MiB or more logs its start (with
+// the size) and its progress, and then the result.
+func TestProgressLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "passwd")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for i := 0; i < 300_000; i++ {
+		fmt.Fprintf(w, "user%d:x:%d:100:Given%d Surname%d,Room %d,+49170%d,+4930%d,user%d@example.org:/home/user%d:/bin/bash\n", i, 100000+i, i, i, i, i, i, i, i)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	var logs logBuf
+	r := open(t, passwd.Type(), resolver.Config{passwd.ParamFilename: path}, resolver.Env{Log: zerolog.New(&logs)})
+	defer r.Close()
+	out := logs.String()
+	for _, want := range []string{`"message":"passwd file loading"`, `"percent":`, `"users":300000`, `"message":"passwd file loaded"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log lacks %s:\n%s", want, out)
+		}
 	}
 }

@@ -341,6 +341,7 @@ func (s *store) load(ctx context.Context, force bool) error {
 		if !announced {
 			announced = true
 			s.log.Info().Str("file", s.path).Int64("bytes", total).Msg("passwd file loading")
+			return
 		}
 		s.log.Info().Str("file", s.path).Int("percent", int(done*100/total)).Msg("passwd file loading")
 	}
