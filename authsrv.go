@@ -119,6 +119,7 @@ func New(opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("authsrv: %w", err)
 	}
 	s.watchStore()
+	s.preloadResolvers()
 	s.started.Store(true)
 	return s, nil
 }
@@ -417,8 +418,10 @@ func (s *Server) SuperuserRealms() []string {
 func (s *Server) Started() bool { return s.started.Load() }
 
 // Ready checks that the server can serve: it is started, the store answers
-// a read, the enckey opens the canary, and the store's writes work (while
-// they fail, Ready returns the first refused write's *store.WriteError).
+// a read, the enckey opens the canary, the store's writes work (while
+// they fail, Ready returns the first refused write's *store.WriteError),
+// and no resolver is still loading its data (a *resolver.LoadingError
+// naming them).
 func (s *Server) Ready(ctx context.Context) error {
 	if !s.Started() {
 		return errors.New("not started")
@@ -429,5 +432,6 @@ func (s *Server) Ready(ctx context.Context) error {
 	if st := store.Writes(s.st); st.Failing {
 		return st.Err
 	}
-	return nil
+	// Resolvers still loading their data (*resolver.LoadingError).
+	return s.resolvers.Loading()
 }

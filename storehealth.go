@@ -1,6 +1,7 @@
 package authsrv
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 
@@ -26,4 +27,15 @@ func (s *Server) watchStore() {
 		lg.Warn().Uint64("refused_writes", st.Failed).Uint64("unwritten_audit_entries", s.audit.Unwritten()-unwritten.Load()).
 			Int64("failing_for_ms", time.Since(st.Since).Milliseconds()).Msg("store writes work again")
 	})
+}
+
+// preloadResolvers builds the resolvers whose data loads up front (passwd
+// files), so that the first lookup does not pay for the load; Ready
+// reports not ready (a *resolver.LoadingError) until they are loaded.
+func (s *Server) preloadResolvers() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.resolvers.Preload(ctx); err != nil {
+		s.cfg.log.Error().Err(err).Str("component", "resolver").Msg("listing the resolvers to load at start failed")
+	}
 }

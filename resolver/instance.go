@@ -12,9 +12,33 @@ import (
 	"github.com/authsrv/authsrv/store"
 )
 
-// maxCacheEntries bounds each resolver's user cache; past it the cache is
-// emptied and refills.
-const maxCacheEntries = 200_000
+// MaxCacheBytes bounds each resolver's user cache (logins, uids and user
+// infos, by an estimate of their heap size); a lookup that would pass it
+// empties the cache, which refills.
+const MaxCacheBytes = 16 << 20
+
+// entryOverhead is the estimated cost of a cache entry beyond its text:
+// the map slot, the string headers and the expiry.
+const entryOverhead = 80
+
+// infoSize estimates the heap size of an info.
+func infoSize(i Info) int {
+	n := entryOverhead
+	for k, v := range i {
+		n += len(k) + 32
+		switch x := v.(type) {
+		case string:
+			n += len(x)
+		case []string:
+			for _, s := range x {
+				n += len(s) + 16
+			}
+		default:
+			n += 16
+		}
+	}
+	return n
+}
 
 // Instance is a live resolver: the store built from the current definition
 // with the user cache in front of it. It is replaced (and the old one
@@ -31,11 +55,31 @@ type Instance struct {
 	mu    sync.Mutex
 	uids  map[string]cached[string] // login -> uid
 	infos map[string]cached[Info]   // uid -> info
+	bytes int                       // the estimated size of both maps
 }
 
 type cached[T any] struct {
 	v       T
 	expires time.Time
+	size    int
+}
+
+// makeRoom accounts for an entry of size bytes, emptying the cache first
+// when it would pass MaxCacheBytes. The caller holds mu.
+func (in *Instance) makeRoom(size int) {
+	if in.bytes+size > MaxCacheBytes {
+		clear(in.uids)
+		clear(in.infos)
+		in.bytes = 0
+	}
+	in.bytes += size
+}
+
+// CacheBytes is the estimated size of the user cache.
+func (in *Instance) CacheBytes() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.bytes
 }
 
 // Name is the resolver's name.
@@ -74,10 +118,12 @@ func (in *Instance) UserID(ctx context.Context, login string) (string, error) {
 	}
 	if in.ttl > 0 {
 		in.mu.Lock()
-		if len(in.uids) >= maxCacheEntries {
-			clear(in.uids)
+		size := len(login) + len(uid) + entryOverhead
+		if old, ok := in.uids[login]; ok {
+			in.bytes -= old.size
 		}
-		in.uids[login] = cached[string]{uid, in.now().Add(in.ttl)}
+		in.makeRoom(size)
+		in.uids[login] = cached[string]{uid, in.now().Add(in.ttl), size}
 		in.mu.Unlock()
 	}
 	return uid, nil
@@ -99,13 +145,26 @@ func (in *Instance) User(ctx context.Context, uid string) (Info, error) {
 	}
 	if in.ttl > 0 {
 		in.mu.Lock()
-		if len(in.infos) >= maxCacheEntries {
-			clear(in.infos)
+		size := len(uid) + infoSize(info)
+		if old, ok := in.infos[uid]; ok {
+			in.bytes -= old.size
 		}
-		in.infos[uid] = cached[Info]{maps.Clone(info), in.now().Add(in.ttl)}
+		in.makeRoom(size)
+		in.infos[uid] = cached[Info]{maps.Clone(info), in.now().Add(in.ttl), size}
 		in.mu.Unlock()
 	}
 	return info, nil
+}
+
+// SearchPage lists one page of users (never cached); see Pager.
+func (in *Instance) SearchPage(ctx context.Context, filter map[string]string, offset, limit int) (Page, error) {
+	return SearchPage(ctx, in.r, filter, offset, limit)
+}
+
+// Loading reports whether the store is still loading its data (Loader).
+func (in *Instance) Loading() bool {
+	l, ok := in.r.(Loader)
+	return ok && l.Loading()
 }
 
 // Search lists users (never cached).
@@ -164,12 +223,13 @@ func (e editor) Delete(ctx context.Context, uid string) error {
 func (in *Instance) forget(uid, login string) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	delete(in.infos, uid)
-	if login != "" {
-		delete(in.uids, login)
+	if c, ok := in.infos[uid]; ok {
+		in.bytes -= c.size
+		delete(in.infos, uid)
 	}
 	for l, c := range in.uids {
-		if c.v == uid {
+		if c.v == uid || l == login && login != "" {
+			in.bytes -= c.size
 			delete(in.uids, l)
 		}
 	}

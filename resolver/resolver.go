@@ -209,6 +209,10 @@ type Type struct {
 	Editable func(cfg Config) bool
 	// CacheTimeout is the user cache lifetime cfg asks for (0 disables it).
 	CacheTimeout func(cfg Config) time.Duration
+	// Preload builds the store when the server starts (Service.Preload)
+	// rather than on first use: for stores that load their data up front
+	// (passwd), so that readiness waits for the load.
+	Preload bool
 }
 
 // Constructor adapts a store's typed constructor to Type.New, so that a

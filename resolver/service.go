@@ -309,6 +309,12 @@ func (s *Service) Save(ctx context.Context, name string, params map[string]strin
 		return 0, err
 	}
 	s.drop(name)
+	if t.Preload {
+		// Start loading the data now rather than on the first lookup.
+		if _, err := s.Instance(ctx, name); err != nil {
+			s.log.Error().Err(err).Str("resolver", name).Msg("resolver cannot be built after saving")
+		}
+	}
 	return id, nil
 }
 
@@ -485,4 +491,53 @@ func (s *Service) Test(ctx context.Context, params map[string]string, stored str
 	}
 	v, desc := tester.Test(ctx)
 	return v, desc, nil
+}
+
+// Preload builds the live instance of every resolver whose type asks for
+// it (Type.Preload), so that their data loads now rather than on the first
+// lookup. A resolver that cannot be built is logged and left to later
+// calls, which report the error.
+func (s *Service) Preload(ctx context.Context) error {
+	defs, err := s.List(ctx, "", false)
+	if err != nil {
+		return err
+	}
+	for _, d := range defs {
+		if t, ok := s.types[d.Type]; !ok || !t.Preload {
+			continue
+		}
+		if _, err := s.Instance(ctx, d.Name); err != nil {
+			s.log.Error().Err(err).Str("resolver", d.Name).Msg("resolver cannot be built at start")
+		}
+	}
+	return nil
+}
+
+// LoadingError is what readiness reports while live resolvers are still
+// loading their data (Loader).
+type LoadingError struct {
+	// Resolvers are the names of the resolvers still loading, sorted.
+	Resolvers []string
+}
+
+func (e *LoadingError) Error() string {
+	return "resolvers still loading: " + strings.Join(e.Resolvers, ", ")
+}
+
+// Loading returns a *LoadingError naming the live resolvers whose first
+// load is still running, or nil when none is.
+func (s *Service) Loading() error {
+	s.mu.Lock()
+	var names []string
+	for _, in := range s.instances {
+		if in.Loading() {
+			names = append(names, in.name)
+		}
+	}
+	s.mu.Unlock()
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	return &LoadingError{Resolvers: names}
 }

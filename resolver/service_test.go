@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -256,4 +257,55 @@ func TestConcurrentInstances(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestInstanceCacheBytes: the user cache stays within MaxCacheBytes
+// however large the users are (here 300 users with 64 KiB descriptions,
+// about 19 MiB), refilling after it is emptied; forgetting a user gives
+// its bytes back.
+func TestInstanceCacheBytes(t *testing.T) {
+	ctx := t.Context()
+	s, _, _ := newService(t)
+	mustSave(t, s, "m", map[string]string{"type": "memresolver", "CACHE_TIMEOUT": "600", "Editable": "True"})
+	in, err := s.Instance(ctx, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ed, err := in.Editor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("d", 64<<10)
+	var uids []string
+	for i := range 300 {
+		uid, err := ed.Create(ctx, map[string]string{resolver.KeyUsername: fmt.Sprintf("big%d", i), resolver.KeyDescription: big})
+		if err != nil {
+			t.Fatal(err)
+		}
+		uids = append(uids, uid)
+	}
+	peak := 0
+	for i, uid := range uids {
+		if _, err := in.UserID(ctx, fmt.Sprintf("big%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := in.User(ctx, uid); err != nil {
+			t.Fatal(err)
+		}
+		n := in.CacheBytes()
+		if n > resolver.MaxCacheBytes {
+			t.Fatalf("the cache holds %d bytes, over %d", n, resolver.MaxCacheBytes)
+		}
+		peak = max(peak, n)
+	}
+	if peak < resolver.MaxCacheBytes/2 {
+		t.Errorf("the cache peaked at %d bytes: it does not cache", peak)
+	}
+	before := in.CacheBytes()
+	if err := ed.Update(ctx, uids[len(uids)-1], map[string]string{resolver.KeyGivenname: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if after := in.CacheBytes(); after >= before || after < 0 {
+		t.Errorf("forgetting a user: %d bytes before, %d after", before, after)
+	}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/authsrv/authsrv/resolver"
 	"github.com/authsrv/authsrv/store"
 )
 
@@ -28,7 +30,8 @@ func (a *api) startupz(w http.ResponseWriter, _ *http.Request, _ httprouter.Para
 }
 
 // readyz is ready when the server is started, the store answers, the
-// enckey opens its canary and the store's writes work. We have no HSM;
+// enckey opens its canary, the store's writes work and no resolver is
+// still loading its data (503 with "resolvers": "loading: <names>"). We have no HSM;
 // "hsm" reports the key check. While the store refuses writes (a full
 // disk) it answers 503 with "store" saying why, and is ready again once a
 // write that needed new space succeeds (store/bolt probes for it).
@@ -44,6 +47,12 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 			// The key opens its canary, but the store refuses writes.
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "hsm": "OK",
 				"store": "store writes failing: " + we.Reason()})
+			return
+		}
+		if le, ok := errors.AsType[*resolver.LoadingError](err); ok {
+			// A passwd file still loading: lookups would wait for it.
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "hsm": "OK",
+				"resolvers": "loading: " + strings.Join(le.Resolvers, ", ")})
 			return
 		}
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "hsm": "fail"})

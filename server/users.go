@@ -12,7 +12,7 @@ import (
 )
 
 // listParams are the GET /user/ parameters that are not search keys.
-var listParams = []string{"realm", "resolver", "user", "username", "attributes", "include_custom_attributes"}
+var listParams = []string{"realm", "resolver", "user", "username", "attributes", "include_custom_attributes", "page", "pagesize"}
 
 // userJSON renders a listed user.
 func userJSON(l realm.Listed, custom map[string]string, only []string) map[string]any {
@@ -32,8 +32,13 @@ func userJSON(l realm.Listed, custom map[string]string, only []string) map[strin
 	return obj
 }
 
-// getUsers is GET /user/ (authsrv.Ops.ListUsers): admins list users
-// (userlist), a user sees only its own account.
+// getUsers is GET /user/ (authsrv.Ops.ListUsersPage): admins list users
+// (userlist), a user sees only its own account. privacyIDEA has no paging
+// here; ours keeps its answer: value is the plain list of one page (page,
+// default 1; pagesize, default authsrv.DefaultUserPageSize, at most
+// authsrv.MaxUserPageSize), and when the request names a page or more
+// users follow, detail tells where the page lies (page, pagesize, and next
+// and prev unless at an end), as GET /token/'s value does.
 func getUsers(c *call) (answer, error) {
 	req, only, err := c.userListParams()
 	if err != nil {
@@ -42,16 +47,28 @@ func getUsers(c *call) (answer, error) {
 		}
 		return answer{}, err
 	}
-	list, err := c.a.s.Ops().ListUsers(c.ctx, c.caller(), req)
+	pg, err := c.a.s.Ops().ListUsersPage(c.ctx, c.caller(), req)
 	c.ran()
 	if err != nil {
 		return answer{}, err
 	}
 	out := []any{}
-	for _, l := range list {
+	for _, l := range pg.Users {
 		out = append(out, userJSON(l.Listed, l.Custom, only))
 	}
-	return answer{value: out}, nil
+	a := answer{value: out}
+	if pg.More || c.p.has("page") || c.p.has("pagesize") {
+		// No nulls (PAM clients abort on one): next and prev are left out
+		// at the ends.
+		a.detail = map[string]any{"page": pg.Page, "pagesize": pg.PageSize}
+		if pg.More {
+			a.detail["next"] = pg.Page + 1
+		}
+		if pg.Page > 1 {
+			a.detail["prev"] = pg.Page - 1
+		}
+	}
+	return a, nil
 }
 
 // userListParams reads GET /user/: the search and the attributes to show.
@@ -82,6 +99,22 @@ func (c *call) userListParams() (authsrv.UserListRequest, []string, error) {
 			return req, nil, err
 		}
 		req.NoCustom = !include
+	}
+	if c.p.has("page") {
+		if req.Page, err = c.p.integer("page", 1); err != nil {
+			return req, nil, err
+		}
+		if req.Page < 1 {
+			return req, nil, authsrv.ErrUserPage
+		}
+	}
+	if c.p.has("pagesize") {
+		if req.PageSize, err = c.p.integer("pagesize", authsrv.DefaultUserPageSize); err != nil {
+			return req, nil, err
+		}
+		if req.PageSize < 1 || req.PageSize > authsrv.MaxUserPageSize {
+			return req, nil, authsrv.ErrUserPage
+		}
 	}
 	req.Filter = map[string]string{}
 	for _, k := range c.p.keys() {

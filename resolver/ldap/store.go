@@ -35,6 +35,7 @@ var (
 	_ resolver.Tester   = (*Store)(nil)
 	_ resolver.Pinger   = (*Store)(nil)
 	_ resolver.Fielder  = (*Store)(nil)
+	_ resolver.Pager    = (*Store)(nil)
 )
 
 // errAmbiguous: a login or uid matches several entries; answering with
@@ -343,15 +344,47 @@ func (s *Store) Search(ctx context.Context, filter map[string]string) ([]resolve
 	if err := ctx.Err(); err != nil {
 		return nil, s.fail(ctx, "search", err)
 	}
-	var parts, logins []string
+	f, logins, none, err := s.searchFilter(filter)
+	if err != nil || none {
+		return nil, err
+	}
+	entries, err := s.search(ctx, s.deadline(ctx), s.cfg.base, s.cfg.scope, f, s.attrs, s.cfg.sizeLimit)
+	if err != nil {
+		return nil, s.fail(ctx, "search", err)
+	}
+	out := make([]resolver.Info, 0, len(entries))
+	for _, e := range entries {
+		if info, ok := s.listed(e, logins); ok {
+			out = append(out, info)
+		}
+	}
+	return out, nil
+}
+
+// listed is the info of a search result entry, unless a login condition
+// the directory matched loosely does not hold for it.
+func (s *Store) listed(e *goldap.Entry, logins []string) (resolver.Info, bool) {
+	for _, l := range logins {
+		if !s.loginMatches(e, l, true) {
+			return nil, false
+		}
+	}
+	return s.info(e)
+}
+
+// searchFilter is the LDAP filter of a user search and the username
+// patterns to check on the results; none reports a search nothing can
+// match.
+func (s *Store) searchFilter(filter map[string]string) (f string, logins []string, none bool, err error) {
+	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(filter)) {
 		v := filter[k]
 		attr, ok := s.cfg.userInfo[k]
 		if !ok {
-			return nil, fmt.Errorf("search key %q: %w", k, resolver.ErrSearchKey)
+			return "", nil, false, fmt.Errorf("search key %q: %w", k, resolver.ErrSearchKey)
 		}
 		if !utf8.ValidString(v) {
-			return nil, nil // no login or attribute value is invalid UTF-8
+			return "", nil, true, nil // no login or attribute value is invalid UTF-8
 		}
 		if k == "accountExpires" {
 			now := adFiletime(s.now())
@@ -375,23 +408,88 @@ func (s *Store) Search(ctx context.Context, filter map[string]string) ([]resolve
 			logins = append(logins, v)
 		}
 	}
-	entries, err := s.search(ctx, s.deadline(ctx), s.cfg.base, s.cfg.scope, andFilter(s.cfg.searchFilter, parts...), s.attrs, s.cfg.sizeLimit)
+	return andFilter(s.cfg.searchFilter, parts...), logins, false, nil
+}
+
+// SearchPage lists one page of Search's users with the simple paged
+// results control (RFC 2696) on one connection: the directory sends pages
+// in its order and the entries before offset are read and dropped, so a
+// deep page costs the pages before it. SIZELIMIT does not cut the walk
+// (the page size bounds it; the directory's own limits still apply). The
+// search is abandoned once the page and one more user are in.
+func (s *Store) SearchPage(ctx context.Context, filter map[string]string, offset, limit int) (resolver.Page, error) {
+	if err := ctx.Err(); err != nil {
+		return resolver.Page{}, s.fail(ctx, "search", err)
+	}
+	f, logins, none, err := s.searchFilter(filter)
 	if err != nil {
-		return nil, s.fail(ctx, "search", err)
+		return resolver.Page{}, err
 	}
-	out := make([]resolver.Info, 0, len(entries))
-next:
-	for _, e := range entries {
-		for _, l := range logins {
-			if !s.loginMatches(e, l, true) {
-				continue next
+	if none {
+		return resolver.Page{Total: 0}, nil
+	}
+	batch := uint32(min(max(limit+1, 100), 1000))
+	var page resolver.Page
+	err = s.pool.do(ctx, s.deadline(ctx), func(l *goldap.Conn) error {
+		page = resolver.Page{Total: -1}
+		paging := goldap.NewControlPaging(batch)
+		req := &goldap.SearchRequest{
+			BaseDN:       s.cfg.base,
+			Scope:        s.cfg.scope,
+			DerefAliases: goldap.NeverDerefAliases,
+			TimeLimit:    int(math.Ceil(s.cfg.timeout.Seconds())),
+			Filter:       f,
+			Attributes:   s.attrs,
+			Controls:     []goldap.Control{paging},
+		}
+		matched := 0
+		for {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
+			res, err := l.Search(req)
+			if err != nil {
+				return err
+			}
+			for _, e := range res.Entries {
+				info, ok := s.listed(e, logins)
+				if !ok {
+					continue
+				}
+				matched++
+				switch {
+				case matched <= offset:
+				case matched <= offset+limit:
+					page.Users = append(page.Users, info)
+				default:
+					page.More = true
+				}
+			}
+			var cookie []byte
+			if c, ok := goldap.FindControl(res.Controls, goldap.ControlTypePaging).(*goldap.ControlPaging); ok {
+				cookie = c.Cookie
+			}
+			if len(cookie) == 0 {
+				if !page.More {
+					page.Total = matched
+				}
+				return nil
+			}
+			if page.More {
+				// Abandon the paged search: a page size of 0 with its
+				// cookie frees the directory's cursor.
+				paging.PagingSize = 0
+				paging.SetCookie(cookie)
+				_, _ = l.Search(req)
+				return nil
+			}
+			paging.SetCookie(cookie)
 		}
-		if info, ok := s.info(e); ok {
-			out = append(out, info)
-		}
+	})
+	if err != nil {
+		return resolver.Page{}, s.fail(ctx, "search", err)
 	}
-	return out, nil
+	return page, nil
 }
 
 // CheckPassword binds as uid's DN with password on a connection of its

@@ -17,3 +17,21 @@ func Verify(hash, password string) bool { return verify(hash, password) }
 
 // DummyHash is the hash unknown users are checked against.
 const DummyHash = dummyHash
+
+// WaitLoaded waits for the first load of a passwd store.
+func WaitLoaded(r resolver.Resolver) { <-r.(*store).first }
+
+// SetBackgroundSize sets the file size from which reloads run in the
+// background.
+func SetBackgroundSize(r resolver.Resolver, n int64) { r.(*store).backgroundSize = n }
+
+// HoldFirstLoads makes every store built until the returned release is
+// called wait before its first load.
+func HoldFirstLoads() (release func()) {
+	gate := make(chan struct{})
+	beforeFirstLoad = func() { <-gate }
+	return func() {
+		beforeFirstLoad = nil
+		close(gate)
+	}
+}

@@ -1,33 +1,46 @@
 package passwd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/authsrv/authsrv/fileroot"
 )
 
-// maxFileSize caps what a load reads: a million users fit comfortably.
-const maxFileSize = 64 << 20
+// DefaultMaxFileSize is the largest passwd file a store loads unless its
+// MaxFileSize parameter says otherwise: about 2.5 million users of 100
+// bytes. The store holds the file's text plus about 45 bytes per user.
+const DefaultMaxFileSize = 256 << 20
 
-// errTooLarge: the file is over maxFileSize.
-var errTooLarge = errors.New("passwd: the file is larger than 64 MiB")
+// maxMaxFileSize is the highest MaxFileSize: offsets into the text are
+// 32 bits.
+const maxMaxFileSize = 1<<32 - 1
+
+// tooLargeError: the file is over the store's limit.
+type tooLargeError struct {
+	size, limit int64
+}
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("passwd: the file has %d bytes, more than the limit of %d (%s)", e.size, e.limit, ParamMaxFileSize)
+}
 
 // describe turns a load error on path into the short text shown by Test
 // and by configuration errors (no OS error text, nothing read from the
 // file). The refusals name the rule that refused.
 func describe(err error, path string) string {
+	var tl *tooLargeError
 	switch {
 	case errors.Is(err, fileroot.ErrDataDir):
 		return fmt.Sprintf("The file %s is in the server's data directory, whose files are never readable as a user list.", path)
-	case errors.Is(err, errTooLarge):
-		return "The file is larger than 64 MiB."
+	case errors.As(err, &tl):
+		return fmt.Sprintf("The file has %d bytes, more than the limit of %d bytes (parameter %s).", tl.size, tl.limit, ParamMaxFileSize)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return "The test was cancelled or timed out."
 	}
@@ -81,8 +94,10 @@ func (a fileStat) same(b fileStat) bool {
 }
 
 // read opens and parses the file. unchanged is asked first with the
-// file's identity; when it says true, read returns (nil, nil).
-func (p policy) read(ctx context.Context, path string, unchanged func(fileStat) bool) (*snapshot, error) {
+// file's identity; when it says true, read returns (nil, nil). A file over
+// limit is refused before it is read (and, should it grow while being
+// read, after limit+1 bytes): never cut short.
+func (p policy) read(ctx context.Context, path string, limit int64, unchanged func(fileStat) bool, report func(done, total int64)) (*snapshot, error) {
 	f, fi, err := p.open(path)
 	if err != nil {
 		return nil, err
@@ -92,21 +107,37 @@ func (p policy) read(ctx context.Context, path string, unchanged func(fileStat) 
 	if unchanged(st) {
 		return nil, nil
 	}
-	if fi.Size() > maxFileSize {
-		return nil, errTooLarge
+	if fi.Size() > limit {
+		return nil, &tooLargeError{fi.Size(), limit}
 	}
-	var buf bytes.Buffer
+	var buf strings.Builder
 	buf.Grow(int(fi.Size()) + 512)
-	if _, err := buf.ReadFrom(io.LimitReader(f, maxFileSize+1)); err != nil {
+	if _, err := io.Copy(&buf, io.LimitReader(f, limit+1)); err != nil {
 		return nil, err
 	}
-	if buf.Len() > maxFileSize {
-		return nil, errTooLarge
+	if int64(buf.Len()) > limit {
+		return nil, &tooLargeError{int64(buf.Len()), limit}
 	}
-	snap, err := parse(ctx, buf.String())
+	data := buf.String()
+	var rep progress
+	if report != nil {
+		report(0, int64(len(data)))
+		rep = func(done int) { report(int64(done), int64(len(data))) }
+	}
+	snap, err := parse(ctx, data, rep)
 	if err != nil {
 		return nil, err
 	}
 	snap.stat = st
 	return snap, nil
+}
+
+// size returns the size of the file under the confinement's rules.
+func (p policy) size(path string) (int64, error) {
+	f, fi, err := p.open(path)
+	if err != nil {
+		return 0, err
+	}
+	_ = f.Close()
+	return fi.Size(), nil
 }

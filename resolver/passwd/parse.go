@@ -1,7 +1,6 @@
 package passwd
 
 import (
-	"context"
 	"strconv"
 	"strings"
 
@@ -29,74 +28,6 @@ func (e *entry) info() resolver.Info {
 		resolver.KeyPhone:       e.phone,
 		resolver.KeyEmail:       e.email,
 	}
-}
-
-// snapshot is one parsed version of the file. It is never modified after
-// parse returns.
-type snapshot struct {
-	users  []entry
-	logins map[string]int32 // login -> index in users
-	uids   map[string]int32 // uid field -> index in users
-
-	skipped    int // malformed lines
-	duplicates int // lines whose login or uid an earlier line already has
-	stat       fileStat
-}
-
-func (s *snapshot) byLogin(login string) *entry {
-	if i, ok := s.logins[login]; ok {
-		return &s.users[i]
-	}
-	return nil
-}
-
-func (s *snapshot) byUID(uid string) *entry {
-	if i, ok := s.uids[uid]; ok {
-		return &s.users[i]
-	}
-	return nil
-}
-
-// parse reads the file's text. Comments, blank and malformed lines are
-// skipped. A login or uid seen before is skipped too (counted as a
-// duplicate): the first line wins, as with getpwnam and getpwuid, and every
-// login maps to one uid and back.
-func parse(ctx context.Context, data string) (*snapshot, error) {
-	n := strings.Count(data, "\n") + 1
-	s := &snapshot{
-		users:  make([]entry, 0, n),
-		logins: make(map[string]int32, n),
-		uids:   make(map[string]int32, n),
-	}
-	for lineNo := 1; len(data) > 0; lineNo++ {
-		if lineNo&8191 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		var line string
-		line, data, _ = strings.Cut(data, "\n")
-		e, ok := parseLine(line)
-		if !ok {
-			if !ignorable(line) {
-				s.skipped++
-			}
-			continue
-		}
-		if _, dup := s.logins[e.login]; dup {
-			s.duplicates++
-			continue
-		}
-		if _, dup := s.uids[e.uid]; dup {
-			s.duplicates++
-			continue
-		}
-		i := int32(len(s.users))
-		s.users = append(s.users, e)
-		s.logins[e.login] = i
-		s.uids[e.uid] = i
-	}
-	return s, nil
 }
 
 // ignorable reports blank and comment lines.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -143,6 +144,7 @@ func open(t testing.TB, typ resolver.Type, cfg resolver.Config, env resolver.Env
 	if err != nil {
 		t.Fatalf("New(%v): %v", cfg, err)
 	}
+	passwd.WaitLoaded(r) // the tests below start from a loaded file
 	return r
 }
 
@@ -531,7 +533,7 @@ func TestKeySpellings(t *testing.T) {
 	for _, p := range passwd.Type().Params {
 		names = append(names, p.Name)
 	}
-	if !slices.Equal(names, []string{"Filename", "fileName", "filename"}) {
+	if !slices.Equal(names, []string{"Filename", "fileName", "filename", "MaxFileSize"}) {
 		t.Errorf("Params = %v", names)
 	}
 }
@@ -841,24 +843,57 @@ func BenchmarkPasswdLoad100k(b *testing.B) {
 	}
 }
 
-// TestTooLarge: a file above the cap is refused without reading it (a
-// sparse file, so the test writes nothing).
+// TestTooLarge: a file above the limit is a configuration error at save
+// time and when the store is built (a sparse file, so the test writes
+// nothing); a file that grows past it after a good load is refused at the
+// reload, never read in part, and the last good copy stays.
 func TestTooLarge(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "passwd")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Truncate(65 << 20); err != nil {
+	if err := f.Truncate(DefaultMaxPlusOne); err != nil {
 		t.Fatal(err)
 	}
 	_ = f.Close()
-	r := open(t, passwd.Type(), resolver.Config{passwd.ParamFilename: path}, resolver.Env{})
+	cfg := resolver.Config{passwd.ParamFilename: path}
+	want := fmt.Sprintf("The file has %d bytes, more than the limit of %d bytes (parameter MaxFileSize).", DefaultMaxPlusOne, passwd.DefaultMaxFileSize)
+	if err := passwd.Type().Validate(cfg); !errors.Is(err, resolver.ErrConfig) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Validate: %v", err)
+	}
+	if r, err := passwd.Type().New(t.Context(), cfg, resolver.Env{}); !errors.Is(err, resolver.ErrConfig) || !strings.Contains(err.Error(), want) || r != nil {
+		t.Errorf("New: %v, %v", r, err)
+	}
+	for _, bad := range []string{"0", "-1", "x", "4294967296"} {
+		if err := passwd.Type().Validate(resolver.Config{passwd.ParamFilename: path, passwd.ParamMaxFileSize: bad}); !errors.Is(err, resolver.ErrConfig) {
+			t.Errorf("MaxFileSize %q: %v", bad, err)
+		}
+	}
+
+	// Grows past a small limit after a good load.
+	small := seed(t, t.TempDir())
+	fi, err := os.Stat(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := newClock()
+	limit := fi.Size() + 10
+	r := open(t, passwd.Type(), resolver.Config{passwd.ParamFilename: small, passwd.ParamMaxFileSize: strconv.FormatInt(limit, 10)}, resolver.Env{Now: clk.Now})
 	defer r.Close()
-	if v, desc := r.(resolver.Tester).Test(t.Context()); v != false || desc != "The file is larger than 64 MiB." {
+	appendLines(t, small, "zed:x:9999:1::/h:/bin/sh")
+	clk.Advance(2 * time.Second)
+	if _, err := r.UserID(t.Context(), "zed"); !errors.Is(err, resolver.ErrNoUser) {
+		t.Errorf("a user past the limit is served: %v", err)
+	}
+	if uid, err := r.UserID(t.Context(), "alice"); err != nil || uid != "1001" {
+		t.Errorf("the last good copy is not served: %q, %v", uid, err)
+	}
+	wantGrown := fmt.Sprintf("The file has %d bytes, more than the limit of %d bytes (parameter MaxFileSize).", fi.Size()+25, limit)
+	if v, desc := r.(resolver.Tester).Test(t.Context()); v != false || desc != wantGrown {
 		t.Errorf("Test() = %v, %q", v, desc)
 	}
-	if _, err := r.UserID(t.Context(), "alice"); !errors.Is(err, resolver.ErrUnavailable) {
-		t.Errorf("UserID: %v", err)
-	}
 }
+
+// DefaultMaxPlusOne is one byte over the default limit.
+const DefaultMaxPlusOne = passwd.DefaultMaxFileSize + 1

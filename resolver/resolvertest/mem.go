@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -180,7 +181,15 @@ func (m *Mem) Search(ctx context.Context, filter map[string]string) ([]resolver.
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := []resolver.Info{}
-	for uid, u := range m.byUID {
+	// In uid order, so that pages cut from the list are stable.
+	uids := slices.SortedFunc(maps.Keys(m.byUID), func(a, b string) int {
+		if len(a) != len(b) {
+			return len(a) - len(b)
+		}
+		return strings.Compare(a, b)
+	})
+	for _, uid := range uids {
+		u := m.byUID[uid]
 		ok := true
 		for k, v := range filter {
 			ok = ok && match(v, u[k])

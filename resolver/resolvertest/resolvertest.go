@@ -250,6 +250,17 @@ func Run(t *testing.T, open func(t *testing.T) resolver.Resolver, opt Options) {
 		}
 	})
 
+	t.Run("Pages", func(t *testing.T) {
+		r, c := get(t), ctx(t)
+		checkPages(t, c, r, map[string]string{}, Users)
+		checkPages(t, c, r, map[string]string{resolver.KeyUsername: "*"}, Users)
+		checkPages(t, c, r, map[string]string{resolver.KeyUsername: "*l*"}, slices.DeleteFunc(slices.Clone(Users), func(u User) bool { return !strings.Contains(u.Login, "l") }))
+		checkPages(t, c, r, map[string]string{resolver.KeyUsername: "nobody"}, nil)
+		if _, err := resolver.SearchPage(c, r, map[string]string{"no_such_key": "x"}, 0, 2); !errors.Is(err, resolver.ErrSearchKey) {
+			t.Errorf("SearchPage by an unknown key: %v, want ErrSearchKey", err)
+		}
+	})
+
 	t.Run("CheckPassword", func(t *testing.T) {
 		r, c := get(t), ctx(t)
 		for _, u := range Users {
@@ -383,4 +394,60 @@ func Run(t *testing.T, open func(t *testing.T) resolver.Resolver, opt Options) {
 			t.Fatalf("second Close: %v", err)
 		}
 	})
+}
+
+// checkPages walks resolver.SearchPage(filter) with every page size from
+// 1 to len(want)+1: the pages together list want once each, every page
+// but the last says More, a page that reaches the end knows the total,
+// the order is the same whatever the page size, and a page past the end
+// is empty.
+func checkPages(t *testing.T, c context.Context, r resolver.Resolver, filter map[string]string, want []User) {
+	t.Helper()
+	var wantLogins []string
+	for _, u := range want {
+		wantLogins = append(wantLogins, u.Login)
+	}
+	slices.Sort(wantLogins)
+	var order []string
+	for size := 1; size <= len(want)+1; size++ {
+		var got []string
+		for offset := 0; ; offset += size {
+			p, err := resolver.SearchPage(c, r, filter, offset, size)
+			if err != nil {
+				t.Fatalf("SearchPage(%v, %d, %d): %v", filter, offset, size, err)
+			}
+			if len(p.Users) > size {
+				t.Fatalf("SearchPage(%v, %d, %d): %d users", filter, offset, size, len(p.Users))
+			}
+			if p.More && len(p.Users) < size {
+				t.Errorf("SearchPage(%v, %d, %d): a short page says More", filter, offset, size)
+			}
+			for _, u := range p.Users {
+				got = append(got, u.String(resolver.KeyUsername))
+			}
+			if !p.More {
+				if p.Total != len(want) {
+					t.Errorf("SearchPage(%v, %d, %d): Total %d at the end, want %d", filter, offset, size, p.Total, len(want))
+				}
+				break
+			}
+			if offset > 10*len(want)+10 {
+				t.Fatalf("SearchPage(%v) never ends", filter)
+			}
+		}
+		if order == nil {
+			order = slices.Clone(got)
+		} else if !slices.Equal(got, order) {
+			t.Errorf("SearchPage(%v) pages of %d list %v, pages of 1 %v", filter, size, got, order)
+		}
+		sorted := slices.Clone(got)
+		slices.Sort(sorted)
+		if !slices.Equal(sorted, wantLogins) {
+			t.Errorf("SearchPage(%v) pages of %d list %v, want %v", filter, size, sorted, wantLogins)
+		}
+	}
+	past, err := resolver.SearchPage(c, r, filter, len(want)+3, 2)
+	if err != nil || len(past.Users) != 0 || past.More || past.Total != len(want) {
+		t.Errorf("SearchPage(%v) past the end: %d users, More %v, Total %d, %v", filter, len(past.Users), past.More, past.Total, err)
+	}
 }

@@ -28,6 +28,7 @@ var (
 	_ resolver.Tester   = (*store)(nil)
 	_ resolver.Pinger   = (*store)(nil)
 	_ resolver.Fielder  = (*store)(nil)
+	_ resolver.Pager    = (*store)(nil)
 )
 
 func newStore(cfg *config, env resolver.Env) *store {
@@ -142,6 +143,84 @@ func (s *store) Search(ctx context.Context, filter map[string]string) ([]resolve
 		out = out[:sizeLimit]
 	}
 	return out, nil
+}
+
+// SearchPage lists one page of Search's users with SCIM's startIndex
+// and count (RFC 7644 section 3.4.2.4), following short pages a server
+// cuts, and using its totalResults for More and Total. A server that
+// ignores the filter (it sends users the filter excludes) cannot place an
+// offset: the page is then cut from Search's bounded list.
+func (s *store) SearchPage(ctx context.Context, filter map[string]string, offset, limit int) (resolver.Page, error) {
+	f, userCheck, ok, err := s.buildFilter(filter)
+	if err != nil {
+		return resolver.Page{}, err
+	}
+	cctx, cancel, err := s.call(ctx)
+	if err != nil {
+		return resolver.Page{}, err
+	}
+	defer cancel()
+	if !ok {
+		return resolver.Page{Total: 0}, nil // a value no user can have
+	}
+	p := resolver.Page{Total: -1}
+	start := offset + 1
+	for range maxPages {
+		q := url.Values{"startIndex": {strconv.Itoa(start)}, "count": {strconv.Itoa(limit - len(p.Users))}}
+		if f != "" {
+			q.Set("filter", f)
+		}
+		var page listResponse
+		if err := s.getResource(cctx, usersURL(s.cfg.base, q), &page); err != nil {
+			if errors.Is(err, errNotFound) {
+				err = unavailable(&statusError{what: "the resource server", status: 404})
+			}
+			return resolver.Page{}, err
+		}
+		for _, res := range page.Resources {
+			info := s.info(res)
+			if id, _ := res["id"].(string); id == "" || !userCheck.match(info.String(resolver.KeyUsername)) {
+				cancel()
+				all, err := s.Search(ctx, filter)
+				if err != nil {
+					return resolver.Page{}, err
+				}
+				return resolver.CutPage(all, offset, limit), nil
+			}
+		}
+		excess := false
+		for _, res := range page.Resources {
+			if len(p.Users) == limit {
+				excess = true // a server that sends more than count
+				break
+			}
+			p.Users = append(p.Users, s.info(res))
+		}
+		if excess {
+			p.More = true
+			break
+		}
+		if len(page.Resources) == 0 {
+			// The end (or a server whose total is too high): the users
+			// before this start are all there are, or the total when
+			// the offset lies past it.
+			p.More, p.Total = false, page.TotalResults
+			if start > offset+1 || page.TotalResults > offset {
+				p.Total = start - 1
+			}
+			break
+		}
+		start += len(page.Resources)
+		p.More = start <= page.TotalResults
+		if !p.More {
+			p.Total = start - 1
+			break
+		}
+		if len(p.Users) >= limit {
+			break
+		}
+	}
+	return p, nil
 }
 
 // listResponse is a SCIM ListResponse (RFC 7644 section 3.4.2).

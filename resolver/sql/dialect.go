@@ -59,6 +59,12 @@ func (d dialect) arg(n int) string {
 	return "?"
 }
 
+// limitOffset is the clause that cuts a page of rows: LIMIT n OFFSET m,
+// the syntax SQLite, PostgreSQL and MySQL share.
+func (d dialect) limitOffset(limit, offset int) string {
+	return " LIMIT " + strconv.Itoa(limit) + " OFFSET " + strconv.Itoa(offset)
+}
+
 // likeOperand is how a column is compared with LIKE: PostgreSQL has no
 // LIKE for integer columns, so it compares the text form.
 func (d dialect) likeOperand(quotedCol string) string {

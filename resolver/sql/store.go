@@ -46,6 +46,7 @@ var (
 	_ resolver.Tester   = (*Store)(nil)
 	_ resolver.Pinger   = (*Store)(nil)
 	_ resolver.Fielder  = (*Store)(nil)
+	_ resolver.Pager    = (*Store)(nil)
 )
 
 // fakeHash is checked when the uid is unknown, so that the answer takes
@@ -219,25 +220,10 @@ func (s *Store) User(ctx context.Context, uid string) (resolver.Info, error) {
 // only wildcard, runs of * count as one; empty values are skipped), up to
 // Limit rows.
 func (s *Store) Search(ctx context.Context, filter map[string]string) ([]resolver.Info, error) {
-	keys := slices.Sorted(maps.Keys(filter))
-	for _, k := range keys {
-		if _, ok := s.c.columns[k]; !ok || k == resolver.KeyPassword {
-			return nil, fmt.Errorf("sqlresolver search by %q: %w", k, resolver.ErrSearchKey)
-		}
+	q, none, err := s.searchQuery(filter, s.selectList())
+	if err != nil || none {
+		return nil, err
 	}
-	q := s.newQuery().text("SELECT ", s.selectList(), " FROM ", s.table, " WHERE 1=1")
-	for _, k := range keys {
-		v := filter[k]
-		if v == "" {
-			continue
-		}
-		if !plausible(v) {
-			return nil, nil // no stored value can match
-		}
-		q.text(" AND ")
-		q.like(s.c.dialect.likeOperand(s.c.dialect.quote(s.c.columns[k])), likePattern(v))
-	}
-	s.where(q)
 	q.text(" LIMIT ", strconv.Itoa(s.c.limit))
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
@@ -249,6 +235,72 @@ func (s *Store) Search(ctx context.Context, filter map[string]string) ([]resolve
 		return nil, s.dbErr("search", err)
 	}
 	return list, nil
+}
+
+// searchQuery is "SELECT cols FROM table WHERE" the filter and the
+// configured Where; none reports a filter no stored value can match.
+func (s *Store) searchQuery(filter map[string]string, cols string) (q *query, none bool, err error) {
+	keys := slices.Sorted(maps.Keys(filter))
+	for _, k := range keys {
+		if _, ok := s.c.columns[k]; !ok || k == resolver.KeyPassword {
+			return nil, false, fmt.Errorf("sqlresolver search by %q: %w", k, resolver.ErrSearchKey)
+		}
+	}
+	q = s.newQuery().text("SELECT ", cols, " FROM ", s.table, " WHERE 1=1")
+	for _, k := range keys {
+		v := filter[k]
+		if v == "" {
+			continue
+		}
+		if !plausible(v) {
+			return nil, true, nil // no stored value can match
+		}
+		q.text(" AND ")
+		q.like(s.c.dialect.likeOperand(s.c.dialect.quote(s.c.columns[k])), likePattern(v))
+	}
+	s.where(q)
+	return q, false, nil
+}
+
+// SearchPage lists one page of Search's users ordered by the userid
+// column (LIMIT/OFFSET, which SQLite, PostgreSQL and MySQL share), without
+// the Limit parameter's cap: the page size bounds the rows. One more row
+// than the page tells whether more follow; an empty page past the start
+// counts the matches.
+func (s *Store) SearchPage(ctx context.Context, filter map[string]string, offset, limit int) (resolver.Page, error) {
+	q, none, err := s.searchQuery(filter, s.selectList())
+	if err != nil {
+		return resolver.Page{}, err
+	}
+	if none {
+		return resolver.Page{Total: 0}, nil
+	}
+	q.text(" ORDER BY ", s.c.dialect.quote(s.c.columns[resolver.KeyUserID]), s.c.dialect.limitOffset(limit+1, offset))
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	list, err := s.infos(ctx, q)
+	if err != nil {
+		if isDataError(err) {
+			return resolver.Page{Total: 0}, nil
+		}
+		return resolver.Page{}, s.dbErr("search", err)
+	}
+	p := resolver.Page{Users: list, Total: -1}
+	switch {
+	case len(list) > limit:
+		p.Users, p.More = list[:limit], true
+	case len(list) > 0 || offset == 0:
+		p.Total = offset + len(list)
+	default:
+		cq, _, err := s.searchQuery(filter, "COUNT(*)")
+		if err != nil {
+			return resolver.Page{}, err
+		}
+		if err := s.db.QueryRowContext(ctx, cq.sql.String(), cq.args...).Scan(&p.Total); err != nil {
+			return resolver.Page{}, s.dbErr("count", err)
+		}
+	}
+	return p, nil
 }
 
 // infos runs a query that selects selectList and converts its rows.
