@@ -39,8 +39,6 @@ type bareAnswerDetail struct {
 	Serial   string `json:"serial"`
 	ThreadID int64  `json:"threadid"`
 	Type     string `json:"type"`
-	User     string `json:"user"`
-	Realm    string `json:"realm"`
 }
 
 type bareResult struct {
@@ -71,16 +69,16 @@ func bareHandler() http.Handler {
 			return
 		}
 		user, realm, pass := r.PostForm.Get("user"), r.PostForm.Get("realm"), r.PostForm.Get("pass")
-		if user == "" || pass == "" {
+		if user == "" || realm == "" || pass == "" {
 			http.Error(w, `{"result":{"status":false,"error":{"code":905,"message":"missing parameter"}}}`, http.StatusBadRequest)
 			return
 		}
 		a := bareAnswer{
 			Detail: bareAnswerDetail{Message: "matching 1 tokens", Serial: "HOTP" + strings.ToUpper(user),
-				ThreadID: seq.Add(1), Type: "hotp", User: user, Realm: realm},
+				ThreadID: seq.Add(1), Type: "hotp"},
 			ID: 1, JSONRPC: "2.0",
 			Result:    bareResult{Authentication: "ACCEPT", Status: true, Value: true},
-			Signature: "rsa_sha256_pss:" + strings.Repeat("0", 64),
+			Signature: "rsa_sha256_pss:" + strings.Repeat("0", 48),
 			Time:      float64(time.Now().UnixNano()) / 1e9,
 			Version:   "privacyIDEA 3.10",
 		}
