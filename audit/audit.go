@@ -244,19 +244,14 @@ func (l *Log) leadBatch() {
 	var out []Entry
 	err := l.cfg.Store.Update(context.Background(), func(tx store.Tx) error {
 		out = out[:0]
-		prev, err := l.headHash(tx)
-		if err != nil {
-			return err
-		}
-		var last Entry
 		for _, p := range batch {
-			e, h, err := l.appendOne(tx, p.e, p.sig, prev)
+			e, err := l.WritePrepared(tx, Prepared{e: p.e, sig: p.sig})
 			if err != nil {
 				return err
 			}
-			out, prev, last = append(out, e), h, e
+			out = append(out, e)
 		}
-		return l.writeHead(tx, last.Number, prev)
+		return nil
 	})
 	if err != nil {
 		l.unwritten.Add(uint64(len(batch)))
@@ -301,30 +296,113 @@ func (l *Log) Prepare(e Entry) Prepared {
 
 // WritePrepared appends p inside the caller's write transaction (number,
 // chain hash and the signed head), so that the entry commits together
-// with the change it describes.
+// with the change it describes. When the store groups several writers into
+// one commit (store.PreCommitter), the head is signed and written once,
+// before that commit, for the last entry of all of them.
 func (l *Log) WritePrepared(tx store.Tx, p Prepared) (Entry, error) {
-	prev, err := l.headHash(tx)
+	t, once, err := l.tip(tx)
 	if err != nil {
 		return p.e, err
 	}
-	e, h, err := l.appendOne(tx, p.e, p.sig, prev)
+	e, h, err := l.appendOne(tx, p.e, p.sig, t.hash)
 	if err != nil {
 		return e, err
+	}
+	t.num, t.hash, t.dirty = e.Number, h, true
+	if once {
+		return e, nil
 	}
 	return e, l.writeHead(tx, e.Number, h)
 }
 
-// headHash is the hash of the last entry (nil for an empty log).
-func (l *Log) headHash(tx store.Tx) ([]byte, error) {
-	raw := tx.Bucket(metaBucket).Get(headKey)
-	if raw == nil {
-		return nil, nil
+// chainKey is the store.PreCommitter key of the chain's tip: one audit log
+// per store.
+type chainKey struct{}
+
+// chainTip is the end of the chain as a write transaction sees it: the
+// number and hash of the last entry. dirty is set once an entry was
+// appended after it was read.
+type chainTip struct {
+	num    uint64
+	hash   []byte
+	loaded bool
+	dirty  bool
+}
+
+// tip returns the chain's end in tx. With a store.PreCommitter the tip is
+// kept for the whole commit (once is true) and a hook writes the signed
+// head once before it commits; the tip is read again when the entry
+// bucket's sequence shows that someone appended without it.
+func (l *Log) tip(tx store.Tx) (t *chainTip, once bool, err error) {
+	pc, once := tx.(store.PreCommitter)
+	if once {
+		t = pc.PreCommit(chainKey{}, func() (any, func(store.Tx) error) {
+			t := &chainTip{}
+			return t, func(tx store.Tx) error { return l.flushHead(tx, t) }
+		}).(*chainTip)
+	} else {
+		t = &chainTip{}
 	}
-	var head checkpoint
-	if err := json.Unmarshal(raw, &head); err != nil {
-		return nil, fmt.Errorf("audit head: %w", err)
+	if t.loaded && t.num == tx.Bucket(entryBucket).Sequence() {
+		return t, once, nil
 	}
-	return head.Hash, nil
+	num, hash, err := l.readTip(tx)
+	if err != nil {
+		return t, once, err
+	}
+	t.num, t.hash, t.loaded = num, hash, true
+	return t, once, nil
+}
+
+// flushHead is the hook of a commit that appended entries: it signs and
+// writes the head for the last one. When a writer without the hook
+// appended after them, that writer wrote the head itself.
+func (l *Log) flushHead(tx store.Tx, t *chainTip) error {
+	if !t.dirty || t.num != tx.Bucket(entryBucket).Sequence() {
+		return nil
+	}
+	return l.writeHead(tx, t.num, t.hash)
+}
+
+// readTip reads the number and hash of the last entry from the store: the
+// head names it when it is current; else the last entry itself, or the
+// base checkpoint when retention removed every entry.
+func (l *Log) readTip(tx store.Tx) (uint64, []byte, error) {
+	seq := tx.Bucket(entryBucket).Sequence()
+	meta := tx.Bucket(metaBucket)
+	var head *checkpoint
+	if raw := meta.Get(headKey); raw != nil {
+		head = new(checkpoint)
+		if err := json.Unmarshal(raw, head); err != nil {
+			return 0, nil, fmt.Errorf("audit head: %w", err)
+		}
+		if head.Number == seq {
+			return seq, head.Hash, nil
+		}
+	}
+	if seq == 0 {
+		return 0, nil, nil
+	}
+	if raw := tx.Bucket(entryBucket).Get(store.Uint64Key(seq)); raw != nil {
+		var rec record
+		if err := decodeRecord(raw, &rec, decodeAll); err != nil {
+			return 0, nil, fmt.Errorf("audit entry %d: %w", seq, err)
+		}
+		return seq, rec.Hash, nil
+	}
+	if raw := meta.Get(baseKey); raw != nil {
+		var base checkpoint
+		if err := json.Unmarshal(raw, &base); err != nil {
+			return 0, nil, fmt.Errorf("audit base: %w", err)
+		}
+		if base.Number == seq+1 {
+			return seq, base.Hash, nil
+		}
+	}
+	if head != nil {
+		return seq, head.Hash, nil
+	}
+	return seq, nil, nil
 }
 
 // writeHead signs and stores the head: the last entry n and its hash.
@@ -345,11 +423,7 @@ func (l *Log) appendOne(tx store.Tx, e Entry, sig, prev []byte) (Entry, []byte, 
 	e.Number = n
 	rec := record{Schema: schema, Entry: e, Prev: prev, Sig: sig}
 	rec.Hash = hashEntry(prev, e)
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return e, nil, err
-	}
-	if err := b.Put(store.Uint64Key(n), raw); err != nil {
+	if err := b.Put(store.Uint64Key(n), appendRecord(make([]byte, 0, 512), &rec)); err != nil {
 		return e, nil, err
 	}
 	if n%l.cfg.CheckpointEvery == 0 {
@@ -423,8 +497,8 @@ func (l *Log) Retain(ctx context.Context) (int, error) {
 			k, v := c.First()
 			for ; k != nil && len(keys) < retainSlice; k, v = c.Next() {
 				var rec record
-				if err := json.Unmarshal(v, &rec); err != nil {
-					return err
+				if err := decodeRecord(v, &rec, decodeDate); err != nil {
+					return fmt.Errorf("audit entry %d: %w", store.KeyUint64(k), err)
 				}
 				old := l.cfg.MaxAge > 0 && rec.Entry.Date.Before(cutoff)
 				many := l.cfg.MaxEntries > 0 && lastN-store.KeyUint64(k) >= l.cfg.MaxEntries
@@ -447,15 +521,15 @@ func (l *Log) Retain(ctx context.Context) (int, error) {
 			var base checkpoint
 			if firstKept != nil {
 				var rec record
-				if err := json.Unmarshal(b.Get(firstKept), &rec); err != nil {
-					return err
+				if err := decodeRecord(b.Get(firstKept), &rec, decodeAll); err != nil {
+					return fmt.Errorf("audit entry %d: %w", store.KeyUint64(firstKept), err)
 				}
 				base = checkpoint{Number: store.KeyUint64(firstKept), Hash: rec.Prev}
 			} else {
 				base = checkpoint{Number: lastN + 1}
 				var rec record
-				if err := json.Unmarshal(b.Get(last), &rec); err != nil {
-					return err
+				if err := decodeRecord(b.Get(last), &rec, decodeAll); err != nil {
+					return fmt.Errorf("audit entry %d: %w", lastN, err)
 				}
 				base.Hash = rec.Hash
 			}

@@ -214,31 +214,17 @@ type candidate struct {
 	bad   bool // does not decode: only the number is known
 }
 
-// columnsOnly is a record without its hashes, which are not decoded.
-type columnsOnly struct {
-	Schema int   `json:"schema"`
-	Entry  Entry `json:"entry"`
-}
-
 func (c *candidate) decodeColumns() {
 	if c.level >= 1 {
 		return
 	}
 	c.level = 1
-	var rec columnsOnly
-	if json.Unmarshal(c.raw, &rec) != nil || rec.Schema != schema {
+	var rec record
+	if decodeRecord(c.raw, &rec, decodeColumns) != nil {
 		c.bad = true
 		return
 	}
 	c.rec.Schema, c.rec.Entry = rec.Schema, rec.Entry
-}
-
-// dateOnly is a record of which only the date is decoded.
-type dateOnly struct {
-	Schema int `json:"schema"`
-	Entry  struct {
-		Date time.Time `json:"date"`
-	} `json:"entry"`
 }
 
 // decodeDate decodes the entry's date alone, when nothing more is decoded
@@ -247,8 +233,8 @@ func (c *candidate) decodeDate() {
 	if c.level >= 1 {
 		return
 	}
-	var rec dateOnly
-	if json.Unmarshal(c.raw, &rec) != nil || rec.Schema != schema {
+	var rec record
+	if decodeRecord(c.raw, &rec, decodeDate) != nil {
 		c.bad = true
 		return
 	}
@@ -261,7 +247,7 @@ func (c *candidate) decode() {
 	}
 	c.level = 2
 	c.rec = record{}
-	if c.bad || json.Unmarshal(c.raw, &c.rec) != nil || c.rec.Schema != schema {
+	if c.bad || decodeRecord(c.raw, &c.rec, decodeAll) != nil {
 		c.bad, c.rec = true, record{}
 	}
 }
@@ -371,12 +357,13 @@ func hasControl(s string) bool {
 }
 
 func (p *plan) match(r *reader, c *candidate) bool {
-	// A stored value without a backslash escape is written verbatim, so
-	// the lower-cased JSON of a matching entry holds every needle.
+	// A stored JSON value without a backslash escape is written verbatim,
+	// so the lower-cased JSON of a matching entry holds every needle.
 	// Lower-casing maps rune by rune and the escaped characters map to
 	// themselves, so this never rules out a match; a record with any
-	// escape is decoded.
-	if len(p.needles) > 0 && bytes.IndexByte(c.raw, '\\') < 0 {
+	// escape is decoded, and so is a compact record (cheap to decode; its
+	// hashes would send the whole record through Unicode lower-casing).
+	if len(p.needles) > 0 && len(c.raw) > 0 && c.raw[0] == '{' && bytes.IndexByte(c.raw, '\\') < 0 {
 		low := p.lower(c.raw)
 		for _, n := range p.needles {
 			if !bytes.Contains(low, n) {
