@@ -109,29 +109,32 @@ func contentHash(e Entry) []byte {
 }
 
 // hashEntry is the chain hash of e after prev: SHA-256 over a canonical,
-// length-prefixed encoding of every column.
+// length-prefixed encoding of every column. It is built in one buffer (on
+// the stack for usual entries) and hashed at once.
 func hashEntry(prev []byte, e Entry) []byte {
-	h := sha256.New()
-	h.Write([]byte("authsrv-audit-entry\x00"))
-	h.Write(prev)
-	field := func(s string) {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
-	}
-	field(strconv.FormatUint(e.Number, 10))
-	field(e.Date.UTC().Format(time.RFC3339Nano))
-	field(e.StartDate.UTC().Format(time.RFC3339Nano))
-	field(strconv.FormatFloat(e.Duration, 'g', -1, 64))
-	field(e.Action)
-	field(strconv.FormatBool(e.Success))
-	for _, s := range []string{e.Authentication, e.Serial, e.TokenType, e.User, e.Realm, e.Resolver,
+	var stack [1024]byte
+	var num [40]byte
+	b := append(stack[:0], "authsrv-audit-entry\x00"...)
+	b = append(b, prev...)
+	b = appendField(b, strconv.AppendUint(num[:0], e.Number, 10))
+	b = appendField(b, e.Date.UTC().AppendFormat(num[:0], time.RFC3339Nano))
+	b = appendField(b, e.StartDate.UTC().AppendFormat(num[:0], time.RFC3339Nano))
+	b = appendField(b, strconv.AppendFloat(num[:0], e.Duration, 'g', -1, 64))
+	b = appendField(b, e.Action)
+	b = appendField(b, strconv.AppendBool(num[:0], e.Success))
+	for _, s := range [...]string{e.Authentication, e.Serial, e.TokenType, e.User, e.Realm, e.Resolver,
 		e.Administrator, e.ActionDetail, e.Info, e.Node, e.Client, e.UserAgent, e.UserAgentVersion,
 		e.Policies, e.ThreadID} {
-		field(s)
+		b = appendField(b, s)
 	}
-	return h.Sum(nil)
+	sum := sha256.Sum256(b)
+	return sum[:]
+}
+
+// appendField appends s with its length as 8 bytes big-endian.
+func appendField[T string | []byte](b []byte, s T) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
+	return append(b, s...)
 }
 
 // Config wires the log.

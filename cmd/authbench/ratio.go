@@ -148,7 +148,11 @@ type ratioTarget struct {
 	Seconds   float64   `json:"seconds"`
 	PerSecond float64   `json:"requests_per_second"`
 	LatencyMS latencyMS `json:"latency_ms"`
-	FirstErr  string    `json:"first_error,omitempty"`
+	// CPUPerRequestUS is the server process's CPU time (user and
+	// system) per request, in microseconds, when authbench started it:
+	// on a shared machine steadier than requests/s.
+	CPUPerRequestUS float64 `json:"cpu_us_per_request,omitempty"`
+	FirstErr        string  `json:"first_error,omitempty"`
 }
 
 // ratioRow is the comparison at one client count.
@@ -160,6 +164,10 @@ type ratioRow struct {
 	Ratio float64 `json:"ratio"`
 	// P50Ratio is authsrv's median latency over the bare handler's.
 	P50Ratio float64 `json:"p50_ratio"`
+	// CPURatio is the bare handler's CPU per request over authsrv's
+	// (both started by authbench), the ratio the machine would give if
+	// both were bound by CPU alone.
+	CPURatio float64 `json:"cpu_ratio,omitempty"`
 }
 
 // ratioSummary is the printed result.
@@ -212,6 +220,7 @@ func ratio(ctx context.Context, cfg *ratioConfig, log io.Writer) (*ratioSummary,
 	bc := &config{admin: cfg.admin, password: cfg.password, users: cfg.users, clients: most, mode: modeValid,
 		realm: "ratio", prefix: "ratio", passwdDir: cfg.passwdDir, setupWorkers: 4, timeout: cfg.timeout}
 	bc.base = cfg.url
+	authPID, barePID := 0, 0
 	if cfg.server != "" {
 		tmp, err := os.MkdirTemp("", "authbench-ratio-")
 		if err != nil {
@@ -229,6 +238,7 @@ func ratio(ctx context.Context, cfg *ratioConfig, log io.Writer) (*ratioSummary,
 			return nil, errors.New("the server printed no first admin password")
 		}
 		bc.password = srv.password
+		authPID = srv.pid
 		bc.passwdDir = filepath.Join(dataDir, "files")
 		if bc.base, err = parseBaseURL("http://" + srv.addr); err != nil {
 			return nil, err
@@ -244,6 +254,7 @@ func ratio(ctx context.Context, cfg *ratioConfig, log io.Writer) (*ratioSummary,
 			return nil, err
 		}
 		defer func() { _ = bare.stop() }()
+		barePID = bare.pid
 		if cfg.bareURL, err = parseBaseURL("http://" + bare.addr); err != nil {
 			return nil, err
 		}
@@ -282,19 +293,28 @@ func ratio(ctx context.Context, cfg *ratioConfig, log io.Writer) (*ratioSummary,
 		}
 		bt, at := &tally{}, &tally{}
 		var be, ae time.Duration
+		bc, ac := &cpuMeter{pid: barePID}, &cpuMeter{pid: authPID}
 		for r := range cfg.rounds {
 			slice := cfg.duration / time.Duration(cfg.rounds)
 			if r == cfg.rounds-1 {
 				slice = cfg.duration - slice*time.Duration(cfg.rounds-1)
 			}
+			bc.start()
 			t, e := bare.load(ctx, bareUsers, n, slice)
+			bc.stop()
 			bt.merge(t)
 			be += e
+			ac.start()
 			t, e = auth.load(ctx, users, n, slice)
+			ac.stop()
 			at.merge(t)
 			ae += e
 		}
 		row := ratioRow{Clients: n, Bare: targetOf(bt, be), Authsrv: targetOf(at, ae)}
+		row.Bare.CPUPerRequestUS, row.Authsrv.CPUPerRequestUS = bc.perRequest(bt.requests), ac.perRequest(at.requests)
+		if row.Bare.CPUPerRequestUS > 0 && row.Authsrv.CPUPerRequestUS > 0 {
+			row.CPURatio = math.Round(row.Bare.CPUPerRequestUS/row.Authsrv.CPUPerRequestUS*1000) / 1000
+		}
 		if row.Bare.PerSecond > 0 {
 			row.Ratio = math.Round(row.Authsrv.PerSecond/row.Bare.PerSecond*1000) / 1000
 		}
@@ -316,6 +336,75 @@ func ratio(ctx context.Context, cfg *ratioConfig, log io.Writer) (*ratioSummary,
 		return sum, errors.New(strings.Join(failed, "; "))
 	}
 	return sum, nil
+}
+
+// cpuMeter sums a process's CPU time over the slices of its load.
+type cpuMeter struct {
+	pid   int
+	at    int64 // ticks when the running slice started; -1: unknown
+	ticks int64
+	bad   bool
+}
+
+func (m *cpuMeter) start() {
+	if m.pid > 0 && !m.bad {
+		var err error
+		if m.at, err = cpuTicks(m.pid); err != nil {
+			m.bad = true
+		}
+	}
+}
+
+func (m *cpuMeter) stop() {
+	if m.pid > 0 && !m.bad {
+		t, err := cpuTicks(m.pid)
+		if err != nil {
+			m.bad = true
+			return
+		}
+		m.ticks += t - m.at
+	}
+}
+
+// perRequest is the CPU time per request in microseconds (0: unknown).
+func (m *cpuMeter) perRequest(requests int64) float64 {
+	if m.pid <= 0 || m.bad || requests == 0 {
+		return 0
+	}
+	return math.Round(float64(m.ticks)*1e6/clockTicks/float64(requests)*10) / 10
+}
+
+// clockTicks is the unit of the CPU times in /proc/<pid>/stat (USER_HZ,
+// 100 on Linux).
+const clockTicks = 100
+
+// cpuTicks reads a process's user and system CPU time from
+// /proc/<pid>/stat, in clock ticks.
+func cpuTicks(pid int) (int64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	return parseStatTicks(string(b))
+}
+
+// parseStatTicks takes utime and stime (fields 14 and 15) from a
+// /proc/<pid>/stat line; the command name in parentheses may hold spaces.
+func parseStatTicks(stat string) (int64, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("unexpected /proc stat line")
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 13 {
+		return 0, errors.New("unexpected /proc stat line")
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("unexpected /proc stat times")
+	}
+	return u + s, nil
 }
 
 // targetOf sums a target's tally.
@@ -344,16 +433,24 @@ func (s *ratioSummary) writeText(w io.Writer) error {
 	if s.Interrupted {
 		b.WriteString("interrupted: the last row covers the time until the interrupt\n")
 	}
-	fmt.Fprintf(&b, "%-8s %-8s %10s %9s %9s %9s %7s\n", "clients", "target", "req/s", "p50 ms", "p99 ms", "max ms", "errors")
+	fmt.Fprintf(&b, "%-8s %-8s %10s %9s %9s %9s %7s %10s\n", "clients", "target", "req/s", "p50 ms", "p99 ms", "max ms", "errors", "cpu us/req")
 	for _, r := range s.Rows {
 		for _, t := range []struct {
 			name string
 			t    ratioTarget
 		}{{"bare", r.Bare}, {"authsrv", r.Authsrv}} {
-			fmt.Fprintf(&b, "%-8d %-8s %10.1f %9.3f %9.3f %9.3f %7d\n", r.Clients, t.name, t.t.PerSecond,
-				t.t.LatencyMS.P50, t.t.LatencyMS.P99, t.t.LatencyMS.Max, t.t.Errors)
+			cpu := "-"
+			if t.t.CPUPerRequestUS > 0 {
+				cpu = strconv.FormatFloat(t.t.CPUPerRequestUS, 'f', 1, 64)
+			}
+			fmt.Fprintf(&b, "%-8d %-8s %10.1f %9.3f %9.3f %9.3f %7d %10s\n", r.Clients, t.name, t.t.PerSecond,
+				t.t.LatencyMS.P50, t.t.LatencyMS.P99, t.t.LatencyMS.Max, t.t.Errors, cpu)
 		}
-		fmt.Fprintf(&b, "%-8d ratio    %10.3f  (authsrv/bare req/s; p50 %.2fx)\n", r.Clients, r.Ratio, r.P50Ratio)
+		fmt.Fprintf(&b, "%-8d ratio    %10.3f  (authsrv/bare req/s; p50 %.2fx", r.Clients, r.Ratio, r.P50Ratio)
+		if r.CPURatio > 0 {
+			fmt.Fprintf(&b, "; bare/authsrv CPU per request %.3f", r.CPURatio)
+		}
+		b.WriteString(")\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +199,23 @@ func TestRatioAgainstServer(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+func TestParseStatTicks(t *testing.T) {
+	line := "4242 (auth srv) S 1 4242 4242 0 -1 4194560 100 0 0 0 1234 567 0 0 20 0 9 0 100 1000 10 18446744073709551615"
+	if n, err := parseStatTicks(line); err != nil || n != 1234+567 {
+		t.Errorf("parseStatTicks = %d, %v; want 1801", n, err)
+	}
+	for _, bad := range []string{"", "4242 (x) S 1", "4242 (x) S 1 2 3 4 5 6 7 8 9 10 x y"} {
+		if _, err := parseStatTicks(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	m := &cpuMeter{pid: os.Getpid()}
+	m.start()
+	m.stop()
+	if m.bad || m.perRequest(1) < 0 {
+		t.Errorf("reading this process's CPU time: %+v", m)
 	}
 }
