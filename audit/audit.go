@@ -426,7 +426,14 @@ func (l *Log) appendOne(tx store.Tx, e Entry, sig, prev []byte) (Entry, []byte, 
 	e.Number = n
 	rec := record{Schema: schema, Entry: e, Prev: prev, Sig: sig}
 	rec.Hash = hashEntry(prev, e)
-	if err := b.Put(store.Uint64Key(n), appendRecord(make([]byte, 0, 512), &rec)); err != nil {
+	// Put copies the value: the encoding's buffer is reused.
+	buf := recordBufs.Get().(*[]byte)
+	*buf = appendRecord((*buf)[:0], &rec)
+	err = b.Put(store.Uint64Key(n), *buf)
+	if cap(*buf) <= 4096 {
+		recordBufs.Put(buf)
+	}
+	if err != nil {
 		return e, nil, err
 	}
 	if n%l.cfg.CheckpointEvery == 0 {
@@ -437,6 +444,9 @@ func (l *Log) appendOne(tx store.Tx, e Entry, sig, prev []byte) (Entry, []byte, 
 	}
 	return e, rec.Hash, nil
 }
+
+// recordBufs are the buffers appendOne encodes entries in.
+var recordBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // canonical returns e as it reads back from its stored JSON, so that the
 // hash computed at write time is the one Verify recomputes: times in UTC
