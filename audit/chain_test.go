@@ -213,3 +213,32 @@ func TestLegacyJSONEntries(t *testing.T) {
 		t.Fatalf("after retention: %+v, %v", rep, err)
 	}
 }
+
+// TestSearchCompactNeedles: a filter finds compact entries whose columns
+// need Unicode lower-casing, next to a column longer than 127 bytes
+// (whose length is not ASCII).
+func TestSearchCompactNeedles(t *testing.T) {
+	st := storetest.Open(t)
+	l := newLog(t, st, audit.Config{})
+	long := ""
+	for range 40 {
+		long += "Öffnen "
+	}
+	for _, u := range []string{"\u212Aelvin", "ÄRGER", "plain"} {
+		e := testEntry(1)
+		e.User, e.Info = u, long
+		if _, err := l.Write(t.Context(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for filter, want := range map[string]int{"kelvin": 1, "*rger": 1, "ärger": 1, "PLAIN": 1, "*l*": 2, "nobody": 0} {
+		res, err := l.Search(t.Context(), audit.Query{Filters: map[string]string{"user": filter}})
+		if err != nil || res.Count != want {
+			t.Errorf("user=%s: %d entries, %v; want %d", filter, res.Count, err, want)
+		}
+	}
+	res, err := l.Search(t.Context(), audit.Query{Filters: map[string]string{"info": "*öffnen öffnen*"}})
+	if err != nil || res.Count != 3 {
+		t.Errorf("info filter: %d entries, %v; want 3", res.Count, err)
+	}
+}

@@ -247,3 +247,30 @@ func cloneBytes(b []byte) []byte {
 	}
 	return append([]byte(nil), b...)
 }
+
+// columnText returns the part of a compact record that holds its string
+// columns, each verbatim after its length (for the search's pre-check),
+// or false when raw is not a well-formed compact record.
+func columnText(raw []byte) ([]byte, bool) {
+	if len(raw) == 0 || raw[0] != recordV1 {
+		return nil, false
+	}
+	d := decoder{b: raw[1:]}
+	d.uvarint()
+	d.varint()
+	d.uvarint()
+	d.varint()
+	d.uvarint()
+	if d.err != nil || len(d.b) < 9 {
+		return nil, false
+	}
+	d.b = d.b[9:]
+	start := len(raw) - len(d.b)
+	for range 16 {
+		d.bytes()
+	}
+	if d.err != nil {
+		return nil, false
+	}
+	return raw[start : len(raw)-len(d.b)], true
+}

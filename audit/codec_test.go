@@ -124,3 +124,29 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+// TestColumnText: the columns' part of a compact record holds every
+// string column verbatim, and nothing of the hashes.
+func TestColumnText(t *testing.T) {
+	for i, rec := range codecEntries() {
+		raw := appendRecord(nil, &rec)
+		text, ok := columnText(raw)
+		if !ok {
+			t.Fatalf("%d: no column text", i)
+		}
+		for _, s := range rec.Entry.strings() {
+			if !bytes.Contains(text, []byte(s)) {
+				t.Errorf("%d: column %q missing", i, s)
+			}
+		}
+		if len(rec.Sig) > 8 && bytes.Contains(text, rec.Sig) {
+			t.Errorf("%d: the signature is part of the column text", i)
+		}
+		if _, ok := columnText(raw[:len(raw)/2]); ok && len(raw)/2 < len(text) {
+			t.Errorf("%d: a cut record gives column text", i)
+		}
+	}
+	if _, ok := columnText([]byte(`{"schema":1}`)); ok {
+		t.Error("a JSON record gives column text")
+	}
+}

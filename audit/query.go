@@ -361,13 +361,17 @@ func (p *plan) match(r *reader, c *candidate) bool {
 	// so the lower-cased JSON of a matching entry holds every needle.
 	// Lower-casing maps rune by rune and the escaped characters map to
 	// themselves, so this never rules out a match; a record with any
-	// escape is decoded, and so is a compact record (cheap to decode; its
-	// hashes would send the whole record through Unicode lower-casing).
-	if len(p.needles) > 0 && len(c.raw) > 0 && c.raw[0] == '{' && bytes.IndexByte(c.raw, '\\') < 0 {
-		low := p.lower(c.raw)
-		for _, n := range p.needles {
-			if !bytes.Contains(low, n) {
-				return false
+	// escape is decoded. A compact record holds every string column
+	// verbatim after its length, whose last byte is ASCII: the columns'
+	// part alone (not the hashes, which would send the record through
+	// Unicode lower-casing) holds every needle the same way.
+	if len(p.needles) > 0 {
+		if hay, ok := haystack(c.raw); ok {
+			low := p.lower(hay)
+			for _, n := range p.needles {
+				if !bytes.Contains(low, n) {
+					return false
+				}
 			}
 		}
 	}
@@ -394,6 +398,15 @@ func (p *plan) match(r *reader, c *candidate) bool {
 		}
 	}
 	return true
+}
+
+// haystack is the part of a stored entry the needles are looked for in:
+// a JSON record without escapes, or the columns of a compact one.
+func haystack(raw []byte) ([]byte, bool) {
+	if len(raw) > 0 && raw[0] == '{' {
+		return raw, bytes.IndexByte(raw, '\\') < 0
+	}
+	return columnText(raw)
 }
 
 // first and next walk a cursor in the plan's order.
