@@ -448,10 +448,11 @@ func (l *Log) appendOne(tx store.Tx, e Entry, sig, prev []byte) (Entry, []byte, 
 // recordBufs are the buffers appendOne encodes entries in.
 var recordBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-// canonical returns e as it reads back from its stored JSON, so that the
-// hash computed at write time is the one Verify recomputes: times in UTC
+// canonical returns e as it reads back from the store, so that the hash
+// computed at write time is the one Verify recomputes: times in UTC
 // without a monotonic reading, and strings in valid UTF-8 with each
-// invalid byte replaced by U+FFFD, as encoding/json writes them (a client's
+// invalid byte replaced by U+FFFD, as encoding/json writes them (entries
+// were JSON before the compact encoding, which keeps the rule; a client's
 // User-Agent may hold any bytes).
 func canonical(e Entry) Entry {
 	e.Date, e.StartDate = e.Date.UTC(), e.StartDate.UTC()

@@ -130,8 +130,8 @@ type plan struct {
 	desc    bool
 	// columns is set when a filter needs the entry's columns.
 	columns bool
-	// needles are lower-case texts that a matching entry's stored JSON
-	// holds verbatim (see match); they rule most entries out without
+	// needles are lower-case texts that a matching entry's stored bytes
+	// hold verbatim (see match); they rule most entries out without
 	// decoding them.
 	needles [][]byte
 	scratch []byte
