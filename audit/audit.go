@@ -109,29 +109,32 @@ func contentHash(e Entry) []byte {
 }
 
 // hashEntry is the chain hash of e after prev: SHA-256 over a canonical,
-// length-prefixed encoding of every column.
+// length-prefixed encoding of every column. It is built in one buffer (on
+// the stack for usual entries) and hashed at once.
 func hashEntry(prev []byte, e Entry) []byte {
-	h := sha256.New()
-	h.Write([]byte("authsrv-audit-entry\x00"))
-	h.Write(prev)
-	field := func(s string) {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
-	}
-	field(strconv.FormatUint(e.Number, 10))
-	field(e.Date.UTC().Format(time.RFC3339Nano))
-	field(e.StartDate.UTC().Format(time.RFC3339Nano))
-	field(strconv.FormatFloat(e.Duration, 'g', -1, 64))
-	field(e.Action)
-	field(strconv.FormatBool(e.Success))
-	for _, s := range []string{e.Authentication, e.Serial, e.TokenType, e.User, e.Realm, e.Resolver,
+	var stack [1024]byte
+	var num [40]byte
+	b := append(stack[:0], "authsrv-audit-entry\x00"...)
+	b = append(b, prev...)
+	b = appendField(b, strconv.AppendUint(num[:0], e.Number, 10))
+	b = appendField(b, e.Date.UTC().AppendFormat(num[:0], time.RFC3339Nano))
+	b = appendField(b, e.StartDate.UTC().AppendFormat(num[:0], time.RFC3339Nano))
+	b = appendField(b, strconv.AppendFloat(num[:0], e.Duration, 'g', -1, 64))
+	b = appendField(b, e.Action)
+	b = appendField(b, strconv.AppendBool(num[:0], e.Success))
+	for _, s := range [...]string{e.Authentication, e.Serial, e.TokenType, e.User, e.Realm, e.Resolver,
 		e.Administrator, e.ActionDetail, e.Info, e.Node, e.Client, e.UserAgent, e.UserAgentVersion,
 		e.Policies, e.ThreadID} {
-		field(s)
+		b = appendField(b, s)
 	}
-	return h.Sum(nil)
+	sum := sha256.Sum256(b)
+	return sum[:]
+}
+
+// appendField appends s with its length as 8 bytes big-endian.
+func appendField[T string | []byte](b []byte, s T) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
+	return append(b, s...)
 }
 
 // Config wires the log.
@@ -244,19 +247,14 @@ func (l *Log) leadBatch() {
 	var out []Entry
 	err := l.cfg.Store.Update(context.Background(), func(tx store.Tx) error {
 		out = out[:0]
-		prev, err := l.headHash(tx)
-		if err != nil {
-			return err
-		}
-		var last Entry
 		for _, p := range batch {
-			e, h, err := l.appendOne(tx, p.e, p.sig, prev)
+			e, err := l.WritePrepared(tx, Prepared{e: p.e, sig: p.sig})
 			if err != nil {
 				return err
 			}
-			out, prev, last = append(out, e), h, e
+			out = append(out, e)
 		}
-		return l.writeHead(tx, last.Number, prev)
+		return nil
 	})
 	if err != nil {
 		l.unwritten.Add(uint64(len(batch)))
@@ -301,30 +299,113 @@ func (l *Log) Prepare(e Entry) Prepared {
 
 // WritePrepared appends p inside the caller's write transaction (number,
 // chain hash and the signed head), so that the entry commits together
-// with the change it describes.
+// with the change it describes. When the store groups several writers into
+// one commit (store.PreCommitter), the head is signed and written once,
+// before that commit, for the last entry of all of them.
 func (l *Log) WritePrepared(tx store.Tx, p Prepared) (Entry, error) {
-	prev, err := l.headHash(tx)
+	t, once, err := l.tip(tx)
 	if err != nil {
 		return p.e, err
 	}
-	e, h, err := l.appendOne(tx, p.e, p.sig, prev)
+	e, h, err := l.appendOne(tx, p.e, p.sig, t.hash)
 	if err != nil {
 		return e, err
+	}
+	t.num, t.hash, t.dirty = e.Number, h, true
+	if once {
+		return e, nil
 	}
 	return e, l.writeHead(tx, e.Number, h)
 }
 
-// headHash is the hash of the last entry (nil for an empty log).
-func (l *Log) headHash(tx store.Tx) ([]byte, error) {
-	raw := tx.Bucket(metaBucket).Get(headKey)
-	if raw == nil {
-		return nil, nil
+// chainKey is the store.PreCommitter key of the chain's tip: one audit log
+// per store.
+type chainKey struct{}
+
+// chainTip is the end of the chain as a write transaction sees it: the
+// number and hash of the last entry. dirty is set once an entry was
+// appended after it was read.
+type chainTip struct {
+	num    uint64
+	hash   []byte
+	loaded bool
+	dirty  bool
+}
+
+// tip returns the chain's end in tx. With a store.PreCommitter the tip is
+// kept for the whole commit (once is true) and a hook writes the signed
+// head once before it commits; the tip is read again when the entry
+// bucket's sequence shows that someone appended without it.
+func (l *Log) tip(tx store.Tx) (t *chainTip, once bool, err error) {
+	pc, once := tx.(store.PreCommitter)
+	if once {
+		t = pc.PreCommit(chainKey{}, func() (any, func(store.Tx) error) {
+			t := &chainTip{}
+			return t, func(tx store.Tx) error { return l.flushHead(tx, t) }
+		}).(*chainTip)
+	} else {
+		t = &chainTip{}
 	}
-	var head checkpoint
-	if err := json.Unmarshal(raw, &head); err != nil {
-		return nil, fmt.Errorf("audit head: %w", err)
+	if t.loaded && t.num == tx.Bucket(entryBucket).Sequence() {
+		return t, once, nil
 	}
-	return head.Hash, nil
+	num, hash, err := l.readTip(tx)
+	if err != nil {
+		return t, once, err
+	}
+	t.num, t.hash, t.loaded = num, hash, true
+	return t, once, nil
+}
+
+// flushHead is the hook of a commit that appended entries: it signs and
+// writes the head for the last one. When a writer without the hook
+// appended after them, that writer wrote the head itself.
+func (l *Log) flushHead(tx store.Tx, t *chainTip) error {
+	if !t.dirty || t.num != tx.Bucket(entryBucket).Sequence() {
+		return nil
+	}
+	return l.writeHead(tx, t.num, t.hash)
+}
+
+// readTip reads the number and hash of the last entry from the store: the
+// head names it when it is current; else the last entry itself, or the
+// base checkpoint when retention removed every entry.
+func (l *Log) readTip(tx store.Tx) (uint64, []byte, error) {
+	seq := tx.Bucket(entryBucket).Sequence()
+	meta := tx.Bucket(metaBucket)
+	var head *checkpoint
+	if raw := meta.Get(headKey); raw != nil {
+		head = new(checkpoint)
+		if err := json.Unmarshal(raw, head); err != nil {
+			return 0, nil, fmt.Errorf("audit head: %w", err)
+		}
+		if head.Number == seq {
+			return seq, head.Hash, nil
+		}
+	}
+	if seq == 0 {
+		return 0, nil, nil
+	}
+	if raw := tx.Bucket(entryBucket).Get(store.Uint64Key(seq)); raw != nil {
+		var rec record
+		if err := decodeRecord(raw, &rec, decodeAll); err != nil {
+			return 0, nil, fmt.Errorf("audit entry %d: %w", seq, err)
+		}
+		return seq, rec.Hash, nil
+	}
+	if raw := meta.Get(baseKey); raw != nil {
+		var base checkpoint
+		if err := json.Unmarshal(raw, &base); err != nil {
+			return 0, nil, fmt.Errorf("audit base: %w", err)
+		}
+		if base.Number == seq+1 {
+			return seq, base.Hash, nil
+		}
+	}
+	if head != nil {
+		return seq, head.Hash, nil
+	}
+	return seq, nil, nil
 }
 
 // writeHead signs and stores the head: the last entry n and its hash.
@@ -345,11 +426,14 @@ func (l *Log) appendOne(tx store.Tx, e Entry, sig, prev []byte) (Entry, []byte, 
 	e.Number = n
 	rec := record{Schema: schema, Entry: e, Prev: prev, Sig: sig}
 	rec.Hash = hashEntry(prev, e)
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return e, nil, err
+	// Put copies the value: the encoding's buffer is reused.
+	buf := recordBufs.Get().(*[]byte)
+	*buf = appendRecord((*buf)[:0], &rec)
+	err = b.Put(store.Uint64Key(n), *buf)
+	if cap(*buf) <= 4096 {
+		recordBufs.Put(buf)
 	}
-	if err := b.Put(store.Uint64Key(n), raw); err != nil {
+	if err != nil {
 		return e, nil, err
 	}
 	if n%l.cfg.CheckpointEvery == 0 {
@@ -361,10 +445,14 @@ func (l *Log) appendOne(tx store.Tx, e Entry, sig, prev []byte) (Entry, []byte, 
 	return e, rec.Hash, nil
 }
 
-// canonical returns e as it reads back from its stored JSON, so that the
-// hash computed at write time is the one Verify recomputes: times in UTC
+// recordBufs are the buffers appendOne encodes entries in.
+var recordBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// canonical returns e as it reads back from the store, so that the hash
+// computed at write time is the one Verify recomputes: times in UTC
 // without a monotonic reading, and strings in valid UTF-8 with each
-// invalid byte replaced by U+FFFD, as encoding/json writes them (a client's
+// invalid byte replaced by U+FFFD, as encoding/json writes them (entries
+// were JSON before the compact encoding, which keeps the rule; a client's
 // User-Agent may hold any bytes).
 func canonical(e Entry) Entry {
 	e.Date, e.StartDate = e.Date.UTC(), e.StartDate.UTC()
@@ -423,8 +511,8 @@ func (l *Log) Retain(ctx context.Context) (int, error) {
 			k, v := c.First()
 			for ; k != nil && len(keys) < retainSlice; k, v = c.Next() {
 				var rec record
-				if err := json.Unmarshal(v, &rec); err != nil {
-					return err
+				if err := decodeRecord(v, &rec, decodeDate); err != nil {
+					return fmt.Errorf("audit entry %d: %w", store.KeyUint64(k), err)
 				}
 				old := l.cfg.MaxAge > 0 && rec.Entry.Date.Before(cutoff)
 				many := l.cfg.MaxEntries > 0 && lastN-store.KeyUint64(k) >= l.cfg.MaxEntries
@@ -447,15 +535,15 @@ func (l *Log) Retain(ctx context.Context) (int, error) {
 			var base checkpoint
 			if firstKept != nil {
 				var rec record
-				if err := json.Unmarshal(b.Get(firstKept), &rec); err != nil {
-					return err
+				if err := decodeRecord(b.Get(firstKept), &rec, decodeAll); err != nil {
+					return fmt.Errorf("audit entry %d: %w", store.KeyUint64(firstKept), err)
 				}
 				base = checkpoint{Number: store.KeyUint64(firstKept), Hash: rec.Prev}
 			} else {
 				base = checkpoint{Number: lastN + 1}
 				var rec record
-				if err := json.Unmarshal(b.Get(last), &rec); err != nil {
-					return err
+				if err := decodeRecord(b.Get(last), &rec, decodeAll); err != nil {
+					return fmt.Errorf("audit entry %d: %w", lastN, err)
 				}
 				base.Hash = rec.Hash
 			}

@@ -32,13 +32,39 @@ func SignedCheckpoint(key ed25519.PrivateKey, kind string, number uint64, hash [
 
 // Rehash returns the stored entry raw with its hash recomputed from its
 // columns and prev, as a forger without the key could; the signature is
-// left as it was.
+// left as it was. The result is in raw's encoding.
 func Rehash(raw []byte) []byte {
 	var rec record
-	if err := json.Unmarshal(raw, &rec); err != nil {
+	if err := decodeRecord(raw, &rec, decodeAll); err != nil {
 		panic(err)
 	}
 	rec.Hash = hashEntry(rec.Prev, rec.Entry)
+	if raw[0] == '{' {
+		out, err := json.Marshal(rec)
+		if err != nil {
+			panic(err)
+		}
+		return out
+	}
+	return appendRecord(nil, &rec)
+}
+
+// StoredHash returns the hash stored in the entry raw.
+func StoredHash(raw []byte) []byte {
+	var rec record
+	if err := decodeRecord(raw, &rec, decodeAll); err != nil {
+		panic(err)
+	}
+	return rec.Hash
+}
+
+// RecordJSON returns the stored entry raw (either encoding) as the JSON
+// record entries were stored as before the compact encoding.
+func RecordJSON(raw []byte) []byte {
+	var rec record
+	if err := decodeRecord(raw, &rec, decodeAll); err != nil {
+		panic(err)
+	}
 	out, err := json.Marshal(rec)
 	if err != nil {
 		panic(err)
@@ -46,13 +72,13 @@ func Rehash(raw []byte) []byte {
 	return out
 }
 
-// StoredHash returns the hash stored in the entry raw.
-func StoredHash(raw []byte) []byte {
+// CompactRecord returns the JSON record raw in the compact encoding.
+func CompactRecord(raw []byte) ([]byte, error) {
 	var rec record
 	if err := json.Unmarshal(raw, &rec); err != nil {
-		panic(err)
+		return nil, err
 	}
-	return rec.Hash
+	return appendRecord(nil, &rec), nil
 }
 
 // FormatDuration is how Row shows a duration.

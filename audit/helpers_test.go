@@ -138,20 +138,27 @@ func getRaw(t *testing.T, st store.Store, bucket string, key []byte) []byte {
 	return out
 }
 
-// editEntry rewrites entry n's stored JSON through edit, which gets the
-// record as a generic map ({"entry": {...}, "prev": ..., "hash": ..., "sig": ...}).
+// editEntry rewrites entry n through edit, which gets the record as a
+// generic map of its JSON form ({"entry": {...}, "prev": ..., "hash": ...,
+// "sig": ...}); the entry is stored back in the encoding it had.
 func editEntry(t *testing.T, st store.Store, n uint64, edit func(rec map[string]any)) {
 	t.Helper()
 	update(t, st, func(tx store.Tx) error {
 		b := tx.Bucket(audit.EntryBucket)
+		stored := b.Get(store.Uint64Key(n))
 		var rec map[string]any
-		if err := json.Unmarshal(b.Get(store.Uint64Key(n)), &rec); err != nil {
+		if err := json.Unmarshal(audit.RecordJSON(stored), &rec); err != nil {
 			return err
 		}
 		edit(rec)
 		raw, err := json.Marshal(rec)
 		if err != nil {
 			return err
+		}
+		if stored[0] != '{' {
+			if raw, err = audit.CompactRecord(raw); err != nil {
+				return err
+			}
 		}
 		return b.Put(store.Uint64Key(n), raw)
 	})

@@ -130,8 +130,8 @@ type plan struct {
 	desc    bool
 	// columns is set when a filter needs the entry's columns.
 	columns bool
-	// needles are lower-case texts that a matching entry's stored JSON
-	// holds verbatim (see match); they rule most entries out without
+	// needles are lower-case texts that a matching entry's stored bytes
+	// hold verbatim (see match); they rule most entries out without
 	// decoding them.
 	needles [][]byte
 	scratch []byte
@@ -214,31 +214,17 @@ type candidate struct {
 	bad   bool // does not decode: only the number is known
 }
 
-// columnsOnly is a record without its hashes, which are not decoded.
-type columnsOnly struct {
-	Schema int   `json:"schema"`
-	Entry  Entry `json:"entry"`
-}
-
 func (c *candidate) decodeColumns() {
 	if c.level >= 1 {
 		return
 	}
 	c.level = 1
-	var rec columnsOnly
-	if json.Unmarshal(c.raw, &rec) != nil || rec.Schema != schema {
+	var rec record
+	if decodeRecord(c.raw, &rec, decodeColumns) != nil {
 		c.bad = true
 		return
 	}
 	c.rec.Schema, c.rec.Entry = rec.Schema, rec.Entry
-}
-
-// dateOnly is a record of which only the date is decoded.
-type dateOnly struct {
-	Schema int `json:"schema"`
-	Entry  struct {
-		Date time.Time `json:"date"`
-	} `json:"entry"`
 }
 
 // decodeDate decodes the entry's date alone, when nothing more is decoded
@@ -247,8 +233,8 @@ func (c *candidate) decodeDate() {
 	if c.level >= 1 {
 		return
 	}
-	var rec dateOnly
-	if json.Unmarshal(c.raw, &rec) != nil || rec.Schema != schema {
+	var rec record
+	if decodeRecord(c.raw, &rec, decodeDate) != nil {
 		c.bad = true
 		return
 	}
@@ -261,7 +247,7 @@ func (c *candidate) decode() {
 	}
 	c.level = 2
 	c.rec = record{}
-	if c.bad || json.Unmarshal(c.raw, &c.rec) != nil || c.rec.Schema != schema {
+	if c.bad || decodeRecord(c.raw, &c.rec, decodeAll) != nil {
 		c.bad, c.rec = true, record{}
 	}
 }
@@ -371,16 +357,21 @@ func hasControl(s string) bool {
 }
 
 func (p *plan) match(r *reader, c *candidate) bool {
-	// A stored value without a backslash escape is written verbatim, so
-	// the lower-cased JSON of a matching entry holds every needle.
+	// A stored JSON value without a backslash escape is written verbatim,
+	// so the lower-cased JSON of a matching entry holds every needle.
 	// Lower-casing maps rune by rune and the escaped characters map to
 	// themselves, so this never rules out a match; a record with any
-	// escape is decoded.
-	if len(p.needles) > 0 && bytes.IndexByte(c.raw, '\\') < 0 {
-		low := p.lower(c.raw)
-		for _, n := range p.needles {
-			if !bytes.Contains(low, n) {
-				return false
+	// escape is decoded. A compact record holds every string column
+	// verbatim after its length, whose last byte is ASCII: the columns'
+	// part alone (not the hashes, which would send the record through
+	// Unicode lower-casing) holds every needle the same way.
+	if len(p.needles) > 0 {
+		if hay, ok := haystack(c.raw); ok {
+			low := p.lower(hay)
+			for _, n := range p.needles {
+				if !bytes.Contains(low, n) {
+					return false
+				}
 			}
 		}
 	}
@@ -407,6 +398,15 @@ func (p *plan) match(r *reader, c *candidate) bool {
 		}
 	}
 	return true
+}
+
+// haystack is the part of a stored entry the needles are looked for in:
+// a JSON record without escapes, or the columns of a compact one.
+func haystack(raw []byte) ([]byte, bool) {
+	if len(raw) > 0 && raw[0] == '{' {
+		return raw, bytes.IndexByte(raw, '\\') < 0
+	}
+	return columnText(raw)
 }
 
 // first and next walk a cursor in the plan's order.

@@ -259,13 +259,8 @@ func (v *verifier) run() (Report, error) {
 		rep.Last = num
 
 		var rec record
-		if err := json.Unmarshal(raw, &rec); err != nil {
+		if err := decodeRecord(raw, &rec, decodeAll); err != nil {
 			v.add(num, ProblemUndecodable, "entry %d does not decode: %v", num, err)
-			v.checkpointsUpTo(num)
-			continue
-		}
-		if rec.Schema != schema {
-			v.add(num, ProblemUndecodable, "entry %d has unknown schema %d", num, rec.Schema)
 			v.checkpointsUpTo(num)
 			continue
 		}

@@ -85,6 +85,25 @@ type Tx interface {
 	Writable() bool
 }
 
+// PreCommitter is implemented by the write transactions of backends that
+// can run work once per commit, after every function that shares the
+// commit has run (store/bolt groups concurrent Update calls into one
+// commit). A subsystem that keeps a summary of its writes (the audit log's
+// signed head) writes it once per commit instead of once per function.
+// Callers type-assert the Tx and fall back to writing in each function
+// when it is not a PreCommitter.
+type PreCommitter interface {
+	// PreCommit returns the value kept under key in this run of the
+	// transaction. The first call for key calls start, keeps the value it
+	// returns and registers its hook, which runs once after the last
+	// function of the commit, in the same transaction, before it commits.
+	// Values and hooks belong to one run: when the transaction rolls back
+	// (a function failed and the others run again) they are dropped with
+	// it. A hook's error fails the commit as if the function that
+	// registered it had failed. Hooks must not call PreCommit.
+	PreCommit(key any, start func() (value any, hook func(Tx) error)) any
+}
+
 // Bucket is an ordered set of keys.
 type Bucket interface {
 	// Get returns the value for key, or nil when it is missing.

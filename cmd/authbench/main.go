@@ -69,6 +69,8 @@ interrupted.
 
 "authbench catalogue -row ROW -server PATH" runs a row of the reliability
 catalogue against a server it starts itself ("authbench catalogue -h").
+"authbench ratio -server PATH" compares /validate/check with a bare Go
+handler ("authbench bare") under the same load ("authbench ratio -h").
 
 flags:
 `
@@ -284,6 +286,12 @@ func isLoopbackHost(host string) bool {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	if len(args) > 0 && args[0] == "catalogue" {
 		return runCatalogue(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "bare" {
+		return runBare(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "ratio" {
+		return runRatio(ctx, args[1:], stdout, stderr, getenv)
 	}
 	cfg, err := parseFlags(args, stderr, getenv)
 	if errors.Is(err, flag.ErrHelp) {

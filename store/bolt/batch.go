@@ -112,7 +112,7 @@ func (r *batchRun) runGuarded() bool {
 // tried again together.
 func (r *batchRun) run() {
 	for len(r.todo) > 0 {
-		failed, err := r.commit(r.todo)
+		failed, inHook, err := r.commit(r.todo)
 		if failed < 0 {
 			for _, c := range r.todo {
 				c.err, c.done = err, true
@@ -121,45 +121,64 @@ func (r *batchRun) run() {
 			return
 		}
 		c := r.todo[failed]
-		if failed > 0 {
-			// c saw the writes of the calls before it: only a run on its
-			// own is authoritative. Whatever it returns now, with its
-			// writes committed on success, is its result.
-			_, err = r.commit([]*call{c})
+		if failed > 0 || (inHook && len(r.todo) > 1) {
+			// c saw the writes of the calls before it (or its hook, run
+			// after all of them, did): only a run on its own is
+			// authoritative. Whatever it returns now, with its writes
+			// committed on success, is its result.
+			_, _, err = r.commit([]*call{c})
 		}
 		c.err, c.done = err, true
 		r.todo = slices.Delete(r.todo, failed, failed+1)
 	}
 }
 
-// commit runs calls in one write transaction and commits it. When a
-// function fails it rolls back and returns that function's index and
-// error; otherwise it returns -1 and the commit's error.
-func (r *batchRun) commit(calls []*call) (failed int, err error) {
+// commit runs calls in one write transaction, then the hooks they
+// registered with PreCommit, and commits it. When a function or a hook
+// fails it rolls back and returns the index of that function (of the one
+// that registered the hook, with inHook set) and the error; otherwise it
+// returns -1 and the commit's error.
+func (r *batchRun) commit(calls []*call) (failed int, inHook bool, err error) {
 	btx, err := r.db.bdb.Begin(true)
 	if err != nil {
-		return -1, fmt.Errorf("begin %s: %w", r.db.path, mapErr(err))
+		return -1, false, fmt.Errorf("begin %s: %w", r.db.path, mapErr(err))
 	}
 	r.btx = btx
 	before := btx.Size()
 	probe := false
+	run := &txRun{}
+	fail := func(i int, hook bool, err error) (int, bool, error) {
+		r.running = nil
+		r.btx = nil
+		_ = btx.Rollback()
+		return i, hook, err
+	}
 	for i, c := range calls {
 		probe = probe || c.probe
 		r.running = c
-		err := safeCall(c.fn, newTx(btx))
-		r.running = nil
-		if err != nil {
-			r.btx = nil
-			_ = btx.Rollback()
-			return i, err
+		run.owner = i
+		t := newTx(btx)
+		t.run = run
+		if err := safeCall(c.fn, t); err != nil {
+			return fail(i, false, err)
 		}
 	}
+	run.hooking = true
+	for _, h := range run.hooks {
+		r.running = calls[h.owner]
+		t := newTx(btx)
+		t.run = run
+		if err := safeCall(h.fn, t); err != nil {
+			return fail(h.owner, true, err)
+		}
+	}
+	r.running = nil
 	r.btx = nil
 	if err := btx.Commit(); err != nil {
-		return -1, r.db.commitFailed(err)
+		return -1, false, r.db.commitFailed(err)
 	}
 	r.db.committed(before, probe)
-	return -1, nil
+	return -1, false, nil
 }
 
 // abortGoexit cleans up after a function called runtime.Goexit: it rolls

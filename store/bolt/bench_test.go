@@ -89,7 +89,7 @@ func BenchmarkUpdateParallel(b *testing.B) {
 	for _, tc := range []struct {
 		writers  int
 		maxBatch int
-	}{{16, 0}, {64, 0}, {64, 1}} {
+	}{{16, 0}, {32, 0}, {64, 0}, {64, 1}} {
 		name := fmt.Sprintf("writers=%d", tc.writers)
 		if tc.maxBatch == 1 {
 			name += "/no-group-commit"
