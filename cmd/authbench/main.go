@@ -285,6 +285,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if len(args) > 0 && args[0] == "catalogue" {
 		return runCatalogue(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "scale" {
+		return runScale(ctx, args[1:], stdout, stderr)
+	}
 	cfg, err := parseFlags(args, stderr, getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
