@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -299,7 +301,9 @@ func (r *sizeRun) run(ctx context.Context) {
 		return
 	}
 	r.logf("loading %d users and tokens into %s", r.n, r.dataDir)
-	ls, err := scaleLoad(ctx, r.dataDir, r.n, r.cfg.load)
+	lo := r.cfg.load
+	lo.log = r.log
+	ls, err := scaleLoad(ctx, r.dataDir, r.n, lo)
 	if err != nil {
 		r.fail("load: %v", err)
 		return
@@ -353,7 +357,6 @@ func (r *sizeRun) run(ctx context.Context) {
 		r.fail("the server printed no first admin password")
 		return
 	}
-	r.api = &apiClient{base: r.base, hc: r.hc, timeout: r.cfg.timeout}
 	if err := r.login(ctx); err != nil {
 		r.fail("%v", err)
 		return
@@ -395,12 +398,20 @@ func (r *sizeRun) waitReady(ctx context.Context) error {
 	}
 }
 
-// login makes r.api an admin client.
+// login makes r.api an admin client with the first admin's password.
 func (r *sizeRun) login(ctx context.Context) error {
-	c := &catalogue{srv: r.srv, hc: r.hc, cfg: &catConfig{timeout: r.cfg.timeout}}
-	if err := c.login(ctx); err != nil {
-		return err
+	api := &apiClient{base: r.base, hc: r.hc, timeout: r.cfg.timeout}
+	env, err := api.post(ctx, "/auth", url.Values{"username": {"admin"}, "password": {r.srv.password}})
+	if err != nil {
+		return fmt.Errorf("admin login: %w", err)
 	}
-	r.api = c.api
+	var v struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal(env.Result.Value, &v); err != nil || v.Token == "" {
+		return errors.New("admin login: the answer has no token")
+	}
+	api.jwt = v.Token
+	r.api = api
 	return nil
 }

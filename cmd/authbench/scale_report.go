@@ -284,7 +284,128 @@ func (rep *scaleReport) markdown() string {
 		}
 	}
 	b.WriteString("\n")
+	rep.writeTargets(&b)
 	return b.String()
+}
+
+// target is one line of issue 17's "Done when", judged on one size.
+type target struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// Issue 17's bounds.
+const (
+	targetListMedianMS = 10
+	targetListMaxMS    = 50
+	targetUserMS       = 20
+	targetP99Ratio     = 1.5
+	targetIdleMiB      = 100
+	targetLoadMiB      = 300
+	targetImportPerSec = 100000.0 / 60 // 100k tokens in under a minute
+)
+
+// targets judges s against issue 17's "Done when"; base is the run's
+// first size, the reference of the validate p99.
+func targets(s, base *sizeResult) []target {
+	var out []target
+	add := func(name string, ok bool, format string, a ...any) {
+		out = append(out, target{Name: name, OK: ok, Detail: fmt.Sprintf(format, a...)})
+	}
+	if len(s.Queries) > 0 {
+		ok, worstMed, worstMax := true, 0.0, 0.0
+		for _, q := range s.Queries {
+			ok = ok && q.OK && q.MedianMS <= targetListMedianMS && q.MaxMS <= targetListMaxMS
+			worstMed, worstMax = max(worstMed, q.MedianMS), max(worstMax, q.MaxMS)
+		}
+		add(fmt.Sprintf("every token list query ≤ %d ms median, ≤ %d ms max", targetListMedianMS, targetListMaxMS), ok,
+			"worst median %s ms, worst max %s ms", f1(worstMed), f1(worstMax))
+	}
+	if q := s.UserSearch; q != nil {
+		add(fmt.Sprintf("GET /user/ with a search ≤ %d ms (median)", targetUserMS), q.OK && q.MedianMS <= targetUserMS, "%s ms", f1(q.MedianMS))
+	}
+	if v, b := validateAt(s, 32), validateAt(base, 32); v != nil && b != nil && s != base {
+		add(fmt.Sprintf("validate p99 at 32 clients ≤ %.1fx N=%s's", targetP99Ratio, sizeLabel(base.N)),
+			v.Errors == 0 && v.P99MS <= targetP99Ratio*b.P99MS, "%s ms against %s ms", f1(v.P99MS), f1(b.P99MS))
+	}
+	if m := s.Memory; m != nil && s.Load != nil {
+		passwdMiB := float64(s.Load.PasswdBytes) / (1 << 20)
+		if idle, ok := m.Phases["idle"]; ok {
+			mib := float64(idle.RSSKB) / 1024
+			add(fmt.Sprintf("RSS idle ≤ %d MiB (+ the passwd file)", targetIdleMiB), mib <= targetIdleMiB+passwdMiB,
+				"%s MiB (passwd %s MiB)", f1(mib), f1(passwdMiB))
+		}
+		var busy int64
+		for ph, f := range m.Phases {
+			if ph != "idle" && ph != "start" {
+				busy = max(busy, f.RSSKB)
+			}
+		}
+		mib := float64(busy) / 1024
+		add(fmt.Sprintf("RSS under load and admin queries ≤ %d MiB (+ the passwd file)", targetLoadMiB), mib <= targetLoadMiB+passwdMiB,
+			"%s MiB (passwd %s MiB)", f1(mib), f1(passwdMiB))
+	}
+	if im := s.Import; im != nil {
+		add("import via /token/load at 100k tokens in under a minute", im.OK && im.TokensPerSec >= targetImportPerSec,
+			"%.0f tokens/s", im.TokensPerSec)
+	}
+	if l := s.Lookups; l != nil {
+		add("first user lookup as fast as later ones (≤ 2x their median + 5 ms)", l.FirstMS <= 2*l.MedianMS+5,
+			"first %s ms, median %s ms", f1(l.FirstMS), f1(l.MedianMS))
+	}
+	return out
+}
+
+func validateAt(s *sizeResult, clients int) *validateFig {
+	for _, v := range s.Validate {
+		if v.Clients == clients {
+			return v
+		}
+	}
+	return nil
+}
+
+// writeTargets adds the table of issue 17's targets, one column per size.
+func (rep *scaleReport) writeTargets(b *strings.Builder) {
+	if len(rep.Sizes) == 0 {
+		return
+	}
+	var names []string
+	cells := map[string]map[int]string{}
+	for i, s := range rep.Sizes {
+		for _, t := range targets(s, rep.Sizes[0]) {
+			if cells[t.Name] == nil {
+				names = append(names, t.Name)
+				cells[t.Name] = map[int]string{}
+			}
+			verdict := "yes"
+			if !t.OK {
+				verdict = "**no**"
+			}
+			cells[t.Name][i] = verdict + ": " + t.Detail
+		}
+	}
+	b.WriteString("\n## Targets of issue 17 (\"Done when\")\n\n| target |")
+	for _, s := range rep.Sizes {
+		fmt.Fprintf(b, " N=%s |", sizeLabel(s.N))
+	}
+	b.WriteString("\n|---|")
+	for range rep.Sizes {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, name := range names {
+		fmt.Fprintf(b, "| %s |", name)
+		for i := range rep.Sizes {
+			c, ok := cells[name][i]
+			if !ok {
+				c = "—"
+			}
+			fmt.Fprintf(b, " %s |", c)
+		}
+		b.WriteString("\n")
+	}
 }
 
 func queryCell(q *queryFig) string {

@@ -191,3 +191,43 @@ func TestParseSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestScaleTargets: the "Done when" table says yes for figures within
+// issue 17's bounds and no for each one outside.
+func TestScaleTargets(t *testing.T) {
+	mk := func(listMed, listMax, userMS, p99, idleMiB, busyMiB, importRate, first float64) *sizeResult {
+		return &sizeResult{
+			N:          1000000,
+			Load:       &loadStats{PasswdBytes: 10 << 20},
+			Queries:    []*queryFig{{Name: "a", OK: true, Calls: 3, MedianMS: listMed, MaxMS: listMax}, {Name: "b", OK: true, Calls: 3, MedianMS: 1, MaxMS: 2}},
+			UserSearch: &queryFig{OK: true, Calls: 3, MedianMS: userMS, MaxMS: userMS},
+			Validate:   []*validateFig{{Clients: 32, OK: 10, P50MS: 1, P99MS: p99}},
+			Import:     &importFig{OK: true, Tokens: 100000, Imported: 100000, TokensPerSec: importRate},
+			Lookups:    &lookupFig{Count: 1000, FirstMS: first, LastMS: 1, MedianMS: 1},
+			Memory: &memoryFig{Phases: map[string]memFig{
+				"idle":     {RSSKB: int64(idleMiB * 1024)},
+				"validate": {RSSKB: int64(busyMiB * 1024)},
+			}},
+		}
+	}
+	base := mk(1, 2, 1, 20, 50, 100, 5000, 1)
+	good := mk(10, 50, 20, 30, 110, 310, 1700, 7)
+	for _, tg := range targets(good, base) {
+		if !tg.OK {
+			t.Errorf("within the bounds, yet %q says no: %s", tg.Name, tg.Detail)
+		}
+	}
+	if n := len(targets(good, base)); n != 7 {
+		t.Errorf("%d targets, want 7", n)
+	}
+	bad := mk(11, 51, 21, 31, 111, 311, 1600, 8)
+	for _, tg := range targets(bad, base) {
+		if tg.OK {
+			t.Errorf("outside the bounds, yet %q says yes: %s", tg.Name, tg.Detail)
+		}
+	}
+	rep := &scaleReport{Sizes: []*sizeResult{base, bad}}
+	if md := rep.markdown(); !strings.Contains(md, "## Targets of issue 17") || !strings.Contains(md, "**no**") {
+		t.Errorf("the markdown has no targets table:\n%s", md)
+	}
+}
