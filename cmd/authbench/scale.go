@@ -92,7 +92,7 @@ func parseScale(args []string, stderr io.Writer) (*scaleConfig, error) {
 	fs.IntVar(&c.lookups, "lookups", 1000, "validate requests by user right after the start, each a different user; the first and the last are reported")
 	fs.IntVar(&c.importN, "import", 100000, "tokens imported through POST /token/load after the other measures (0: none)")
 	fs.IntVar(&c.importFile, "import-file", 10000, "tokens per /token/load file (the admin body limit is 1 MiB, about 17,000 lines)")
-	fs.DurationVar(&c.timeout, "timeout", 120*time.Second, "timeout of each request")
+	fs.DurationVar(&c.timeout, "timeout", 90*time.Second, "timeout of each request (the server's write timeout is 60 s)")
 	fs.DurationVar(&c.readyWait, "ready-timeout", 10*time.Minute, "how long the server may take to report ready")
 	fs.DurationVar(&c.sample, "sample", 200*time.Millisecond, "interval of the memory samples")
 	fs.IntVar(&c.load.importBatch, "load-batch", 2000, "loader: tokens per import transaction")

@@ -97,7 +97,8 @@ func newScaleReport(cfg *scaleConfig, bin string) *scaleReport {
 		Server:     bin,
 		ServerArgs: cfg.serverArgs,
 		CPUs:       runtime.NumCPU(),
-		Method: fmt.Sprintf("Per size N: N passwd users u0000001.. and N HOTP tokens SC0000001.. (token i owned by user i, realm %s, otppin=none) "+
+		Method: fmt.Sprintf("Order per size: load, start, ready, lookups, token queries, user search, validate at each client count, import, so the memory of a phase includes what the ones before left. "+
+			"Per size N: N passwd users u0000001.. and N HOTP tokens SC0000001.. (token i owned by user i, realm %s, otppin=none) "+
 			"loaded through the library, then the binary started on the data directory. Lookups: %d /validate/check by user right after ready, each a different user. "+
 			"Token queries and the user search: up to %d calls each (stopped after %s), median and max; every answer checked (count, page length, first serial). "+
 			"Validate: HOTP success, %s per client count, over a working set of min(N, %d) users spread evenly over the N. "+
@@ -413,6 +414,9 @@ func queryCell(q *queryFig) string {
 		return "—"
 	}
 	if !q.OK {
+		if q.Calls > 0 {
+			return fmt.Sprintf("FAILED after %d good calls (%s / %s ms): %s", q.Calls, f1(q.MedianMS), f1(q.MaxMS), q.Error)
+		}
 		return "FAILED: " + q.Error
 	}
 	return fmt.Sprintf("%s / %s ms (%d calls)", f1(q.MedianMS), f1(q.MaxMS), q.Calls)
