@@ -61,6 +61,7 @@ type scaleConfig struct {
 	importFile  int
 	timeout     time.Duration
 	readyWait   time.Duration
+	settleMax   time.Duration
 	sample      time.Duration
 	load        loadOptions
 	args        []string
@@ -94,6 +95,7 @@ func parseScale(args []string, stderr io.Writer) (*scaleConfig, error) {
 	fs.IntVar(&c.importFile, "import-file", 10000, "tokens per /token/load file (the admin body limit is 1 MiB, about 17,000 lines)")
 	fs.DurationVar(&c.timeout, "timeout", 90*time.Second, "timeout of each request (the server's write timeout is 60 s)")
 	fs.DurationVar(&c.readyWait, "ready-timeout", 10*time.Minute, "how long the server may take to report ready")
+	fs.DurationVar(&c.settleMax, "settle", 5*time.Minute, "before the user search, each validate load and the import: wait at most this long for the server to be idle (below a tenth of a core for a second; a query a client gave up on may still run)")
 	fs.DurationVar(&c.sample, "sample", 200*time.Millisecond, "interval of the memory samples")
 	fs.IntVar(&c.load.importBatch, "load-batch", 2000, "loader: tokens per import transaction")
 	fs.IntVar(&c.load.importWorkers, "load-workers", 2, "loader: parallel import batches")
@@ -129,8 +131,8 @@ func parseScale(args []string, stderr io.Writer) (*scaleConfig, error) {
 	if c.reps < 1 || c.workingSet < 1 || c.lookups < 1 || c.importN < 0 || c.importFile < 1 {
 		errs = append(errs, errors.New("-reps, -working-set, -lookups and -import-file want at least 1, -import at least 0"))
 	}
-	if c.budget <= 0 || c.validateFor <= 0 || c.timeout <= 0 || c.readyWait <= 0 || c.sample <= 0 {
-		errs = append(errs, errors.New("-query-budget, -validate-duration, -timeout, -ready-timeout and -sample want more than 0"))
+	if c.budget <= 0 || c.validateFor <= 0 || c.timeout <= 0 || c.readyWait <= 0 || c.sample <= 0 || c.settleMax <= 0 {
+		errs = append(errs, errors.New("-query-budget, -validate-duration, -timeout, -ready-timeout, -settle and -sample want more than 0"))
 	}
 	if c.load.importBatch < 1 || c.load.importWorkers < 1 || c.load.assignWorkers < 1 {
 		errs = append(errs, errors.New("-load-batch, -load-workers and -assign-workers want at least 1"))
@@ -363,13 +365,16 @@ func (r *sizeRun) run(ctx context.Context) {
 	}
 	r.mem.phase("lists")
 	r.listQueries(ctx)
+	r.settle(ctx, "the user search")
 	r.mem.phase("users")
 	r.userSearch(ctx)
 	for _, c := range r.cfg.clients {
+		r.settle(ctx, fmt.Sprintf("validate at %d clients", c))
 		r.mem.phase("validate")
 		r.validate(ctx, c)
 	}
 	if r.cfg.importN > 0 {
+		r.settle(ctx, "the import")
 		r.mem.phase("import")
 		r.importCSV(ctx)
 	}

@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -450,4 +451,81 @@ func (m *memSampler) result() *memoryFig {
 		out.Max.Samples += f.Samples
 	}
 	return out
+}
+
+// ---- settling ----
+
+// userHZ is the unit of /proc/PID/stat's CPU times (USER_HZ, 100 on
+// Linux).
+const userHZ = 100
+
+// cpuTicks is the CPU time pid has used, user and system, in 1/userHZ s.
+func cpuTicks(pid int) (int64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	return parseStatTicks(pid, b)
+}
+
+// parseStatTicks reads utime + stime from the text of /proc/PID/stat.
+func parseStatTicks(pid int, b []byte) (int64, error) {
+	// The command name may hold spaces and parentheses: the fields
+	// follow its last ')'. utime and stime are fields 14 and 15.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 > len(b) {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	return u + s, nil
+}
+
+// settleIdle is the share of one core below which the server counts as
+// idle, over a window of settleWindow.
+const (
+	settleIdle   = 0.1
+	settleWindow = time.Second
+)
+
+// settle waits until the server is idle (requests a client gave up on
+// may still run: a slow list goes on after its timeout), at most
+// -settle, so that the next phase measures itself. It records how long
+// it waited.
+func (r *sizeRun) settle(ctx context.Context, phase string) {
+	began := time.Now()
+	deadline := began.Add(r.cfg.settleMax)
+	for ctx.Err() == nil {
+		t1, err := cpuTicks(r.srv.pid)
+		if err != nil {
+			return
+		}
+		sleep(ctx, settleWindow)
+		t2, err := cpuTicks(r.srv.pid)
+		if err != nil {
+			return
+		}
+		if float64(t2-t1)/userHZ < settleIdle*settleWindow.Seconds() {
+			break
+		}
+		if time.Now().After(deadline) {
+			r.res.Notes = append(r.res.Notes, fmt.Sprintf("the server was still busy %s before %s", r.cfg.settleMax, phase))
+			break
+		}
+	}
+	if r.res.SettleSeconds == nil {
+		r.res.SettleSeconds = map[string]float64{}
+	}
+	d := time.Since(began)
+	r.res.SettleSeconds[phase] = round3(d.Seconds())
+	if d > 2*settleWindow {
+		r.logf("waited %.1fs for the server to settle before %s", d.Seconds(), phase)
+	}
 }

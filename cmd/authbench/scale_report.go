@@ -24,18 +24,20 @@ type scaleReport struct {
 
 // sizeResult is every figure of one size.
 type sizeResult struct {
-	N                   int            `json:"n"`
-	WallSeconds         float64        `json:"wall_seconds"`
-	Load                *loadStats     `json:"load"`
-	StartToReadySeconds float64        `json:"start_to_ready_seconds"`
-	Lookups             *lookupFig     `json:"lookups"`
-	Queries             []*queryFig    `json:"token_queries"`
-	UserSearch          *queryFig      `json:"user_search"`
-	Validate            []*validateFig `json:"validate"`
-	Import              *importFig     `json:"import"`
-	Memory              *memoryFig     `json:"memory"`
-	DataBytesEnd        int64          `json:"data_bytes_end"`
-	Errors              []string       `json:"errors,omitempty"`
+	N                   int                `json:"n"`
+	WallSeconds         float64            `json:"wall_seconds"`
+	Load                *loadStats         `json:"load"`
+	StartToReadySeconds float64            `json:"start_to_ready_seconds"`
+	Lookups             *lookupFig         `json:"lookups"`
+	Queries             []*queryFig        `json:"token_queries"`
+	UserSearch          *queryFig          `json:"user_search"`
+	Validate            []*validateFig     `json:"validate"`
+	Import              *importFig         `json:"import"`
+	Memory              *memoryFig         `json:"memory"`
+	DataBytesEnd        int64              `json:"data_bytes_end"`
+	SettleSeconds       map[string]float64 `json:"settle_seconds,omitempty"`
+	Notes               []string           `json:"notes,omitempty"`
+	Errors              []string           `json:"errors,omitempty"`
 }
 
 type lookupFig struct {
@@ -282,6 +284,9 @@ func (rep *scaleReport) markdown() string {
 	for _, s := range rep.Sizes {
 		for _, e := range s.Errors {
 			fmt.Fprintf(&b, "\n- N=%s: %s", sizeLabel(s.N), e)
+		}
+		for _, e := range s.Notes {
+			fmt.Fprintf(&b, "\n- N=%s (note): %s", sizeLabel(s.N), e)
 		}
 	}
 	b.WriteString("\n")

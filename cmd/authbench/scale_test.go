@@ -73,6 +73,9 @@ func TestScaleEndToEnd(t *testing.T) {
 				t.Errorf("N=%d: validate %+v", s.N, v)
 			}
 		}
+		if len(s.SettleSeconds) != 4 {
+			t.Errorf("N=%d: settle figures %v, want one before the user search, each validate load and the import", s.N, s.SettleSeconds)
+		}
 		if s.Import == nil || !s.Import.OK || s.Import.Imported != 1500 || s.Import.Files != 2 || s.Import.Seconds <= 0 {
 			t.Errorf("N=%d: import %+v", s.N, s.Import)
 		}
@@ -229,5 +232,21 @@ func TestScaleTargets(t *testing.T) {
 	rep := &scaleReport{Sizes: []*sizeResult{base, bad}}
 	if md := rep.markdown(); !strings.Contains(md, "## Targets of issue 17") || !strings.Contains(md, "**no**") {
 		t.Errorf("the markdown has no targets table:\n%s", md)
+	}
+}
+
+func TestParseStatTicks(t *testing.T) {
+	// A command name with a space and a parenthesis, as a process may
+	// name itself.
+	stat := "4242 (auth srv) x) S 1 4242 4242 0 -1 4194560 2013 0 0 0 137 42 0 0 20 0 9 0 123 456 789"
+	got, err := parseStatTicks(4242, []byte(stat))
+	if err != nil || got != 137+42 {
+		t.Errorf("got %d, %v; want 179", got, err)
+	}
+	if _, err := parseStatTicks(1, []byte("1 (x) S 1 2")); err == nil {
+		t.Error("a short line was accepted")
+	}
+	if n, err := cpuTicks(os.Getpid()); err != nil || n < 0 {
+		t.Errorf("own process: %d, %v", n, err)
 	}
 }
