@@ -241,7 +241,7 @@ func scaleRun(ctx context.Context, cfg *scaleConfig, log io.Writer) (*scaleRepor
 		r.dataDir = filepath.Join(work, "n"+strconv.Itoa(n), "data")
 		rep.Sizes = append(rep.Sizes, r.res)
 		r.run(ctx)
-		if !cfg.keep {
+		if !cfg.keep && r.created {
 			_ = os.RemoveAll(filepath.Dir(r.dataDir))
 		}
 		if err := rep.write(cfg); err != nil {
@@ -273,6 +273,7 @@ type sizeRun struct {
 	bin     string
 	log     io.Writer
 	dataDir string
+	created bool // the data directory is ours to remove
 	res     *sizeResult
 
 	srv      *serverProc
@@ -302,6 +303,7 @@ func (r *sizeRun) run(ctx context.Context) {
 		r.fail("%s exists already: give an empty -dir", r.dataDir)
 		return
 	}
+	r.created = true
 	r.logf("loading %d users and tokens into %s", r.n, r.dataDir)
 	lo := r.cfg.load
 	lo.log = r.log

@@ -250,3 +250,25 @@ func TestParseStatTicks(t *testing.T) {
 		t.Errorf("own process: %d, %v", n, err)
 	}
 }
+
+// TestScaleKeepsForeignDirectory: a data directory that exists already is
+// refused, and left as it was.
+func TestScaleKeepsForeignDirectory(t *testing.T) {
+	work := t.TempDir()
+	mine := filepath.Join(work, "n10", "data", "keep.txt")
+	if err := os.MkdirAll(filepath.Dir(mine), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mine, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"scale", "-sizes", "10", "-server", authsrvBinary(t), "-dir", work, "-out", filepath.Join(work, "f.md")},
+		&stdout, &stderr, func(string) string { return "" })
+	if code != exitFailed || !strings.Contains(stderr.String(), "exists already") {
+		t.Errorf("exit %d\n%s", code, stderr.String())
+	}
+	if _, err := os.Stat(mine); err != nil {
+		t.Errorf("the existing directory was touched: %v", err)
+	}
+}
