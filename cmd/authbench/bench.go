@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -241,23 +243,60 @@ func (b *bench) mergeState(used []*benchUser) *state {
 }
 
 // probe checks that the server answers before a -skip-setup load, so a
-// wrong -url fails with one clear message instead of a run of errors.
+// wrong -url fails with one clear message instead of a run of errors. It
+// asks /healthz/livez first; a server without it (privacyIDEA 3.10 and
+// earlier answer 404) is alive when POST /validate/check without
+// parameters answers a privacyIDEA JSON envelope (an error, since the
+// user is missing; no user is looked up and no token is touched).
 func (b *bench) probe(ctx context.Context) error {
+	status, _, err := b.probeRequest(ctx, http.MethodGet, "/healthz/livez")
+	if err != nil {
+		return fmt.Errorf("the server does not answer: %w", err)
+	}
+	if status == http.StatusOK {
+		return nil
+	}
+	vstatus, body, err := b.probeRequest(ctx, http.MethodPost, "/validate/check")
+	if err != nil {
+		return fmt.Errorf("the server does not answer: %w", err)
+	}
+	var env struct {
+		Result *struct {
+			Status *bool `json:"status"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(body, &env) != nil || env.Result == nil || env.Result.Status == nil {
+		return fmt.Errorf("the server's liveness probe answered HTTP %d, and POST /validate/check answered HTTP %d without a JSON envelope: %s",
+			status, vstatus, snippet(body))
+	}
+	return nil
+}
+
+// probeRequest sends one request without parameters and returns the
+// status and the start of the body.
+func (b *bench) probeRequest(ctx context.Context, method, path string) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.base+"/healthz/livez", nil)
+	var body io.Reader
+	if method == http.MethodPost {
+		body = strings.NewReader("")
+	}
+	req, err := http.NewRequestWithContext(ctx, method, b.base+path, body)
 	if err != nil {
-		return err
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	req.Header.Set("User-Agent", userAgent)
 	resp, err := b.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("the server does not answer: %w", err)
+		return 0, nil, err
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("the server's liveness probe answered HTTP %d", resp.StatusCode)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return 0, nil, fmt.Errorf("reading the answer: %w", err)
 	}
-	return nil
+	return resp.StatusCode, raw, nil
 }

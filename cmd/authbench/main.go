@@ -6,6 +6,20 @@
 // It talks only to loopback addresses: it is a benchmark for the machine it
 // runs on, never a tool to hammer someone else's server. It prints no
 // secrets (admin password, JWT, PINs, token keys).
+//
+// The same command drives privacyIDEA unchanged (its API is the same; where
+// /healthz/livez is missing, as in privacyIDEA 3.10, the -skip-setup probe
+// falls back to POST /validate/check). A side-by-side comparison, authsrv
+// on :8080 and privacyIDEA on :5000, each with an admin "admin" whose
+// password is in $AUTHBENCH_ADMIN_PASSWORD and a passwd directory both can
+// read (authsrv serve -file-root /srv/bench):
+//
+//	for u in http://127.0.0.1:8080 http://127.0.0.1:5000; do authbench -url $u -users 1000 -clients 32 -duration 30s -passwd-dir /srv/bench -json; done
+//
+// "authbench scale -sizes 1k,100k,1M -out FILE.md" is the scale benchmark:
+// per size it loads N users and N tokens through the library into a new
+// data directory, starts the binary on it and writes the figures (see
+// scale.go and "authbench scale -h").
 package main
 
 import (
@@ -68,7 +82,8 @@ The exit status is 1 when setup fails or any request failed, 130 when
 interrupted.
 
 "authbench catalogue -row ROW -server PATH" runs a row of the reliability
-catalogue against a server it starts itself ("authbench catalogue -h").
+catalogue against a server it starts itself ("authbench catalogue -h");
+"authbench scale -sizes 1k,100k,1M -out FILE.md" the scale benchmark.
 "authbench ratio -server PATH" compares /validate/check with a bare Go
 handler ("authbench bare") under the same load ("authbench ratio -h").
 
@@ -292,6 +307,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	if len(args) > 0 && args[0] == "ratio" {
 		return runRatio(ctx, args[1:], stdout, stderr, getenv)
+	}
+	if len(args) > 0 && args[0] == "scale" {
+		return runScale(ctx, args[1:], stdout, stderr)
 	}
 	cfg, err := parseFlags(args, stderr, getenv)
 	if errors.Is(err, flag.ErrHelp) {
