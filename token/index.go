@@ -50,7 +50,7 @@ const (
 )
 
 var (
-	keyIndexVersion  = []byte("\x00version")
+	keyIndexVersion = []byte("\x00version")
 	// keyIndexBuilding marks a running rebuild: '>' and the last serial it
 	// indexed.
 	keyIndexBuilding = []byte("\x00building")

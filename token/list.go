@@ -2,8 +2,8 @@ package token
 
 import (
 	"cmp"
-	"strings"
 	"slices"
+	"strings"
 )
 
 // Filter selects tokens for List. Empty fields do not restrict. Text
@@ -165,4 +165,3 @@ func b2i(b bool) int {
 	}
 	return 0
 }
-
