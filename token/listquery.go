@@ -521,7 +521,9 @@ func (s *Service) List(ctx context.Context, f Filter, sortBy string, desc bool, 
 	}
 	page = max(page, 1)
 	start := math.MaxInt - pageSize
-	if page-1 <= (math.MaxInt-pageSize)/pageSize {
+	if all {
+		start = 0
+	} else if page-1 <= (math.MaxInt-pageSize)/pageSize {
 		start = (page - 1) * pageSize
 	}
 	var p Page
@@ -556,7 +558,6 @@ func (s *Service) List(ctx context.Context, f Filter, sortBy string, desc bool, 
 		return Page{}, err
 	}
 	if all {
-		p.Page = 1
 		return p, nil
 	}
 	if p.Page > 1 {
