@@ -294,14 +294,19 @@ func listEntries(t *Token) ([]entry, []string) {
 // (an old file whose rebuild has not reached this serial yet; the rebuild
 // indexes the token as it then is).
 func indexState(tx store.Tx, serial string) bool {
-	b := tx.Bucket(bucketCounts)
-	if v := b.Get(keyIndexVersion); len(v) == 8 && binary.BigEndian.Uint64(v) == indexVersion {
+	if indexesComplete(tx) {
 		return true
 	}
-	if cur := b.Get(keyIndexBuilding); len(cur) > 0 {
+	if cur := tx.Bucket(bucketCounts).Get(keyIndexBuilding); len(cur) > 0 {
 		return serial <= string(cur[1:])
 	}
 	return false
+}
+
+// indexesComplete reports whether the list indexes hold every token.
+func indexesComplete(tx store.Tx) bool {
+	v := tx.Bucket(bucketCounts).Get(keyIndexVersion)
+	return len(v) == 8 && binary.BigEndian.Uint64(v) == indexVersion
 }
 
 // markFreshIndexes records that a data file without tokens has complete
@@ -419,8 +424,7 @@ func counterValues(tx store.Tx, kind byte) (map[string]int, error) {
 func (s *Service) IndexesReady(ctx context.Context) (bool, error) {
 	ready := false
 	err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
-		v := tx.Bucket(bucketCounts).Get(keyIndexVersion)
-		ready = len(v) == 8 && binary.BigEndian.Uint64(v) == indexVersion
+		ready = indexesComplete(tx)
 		if !ready && tx.Bucket(bucketCounts).Get(keyIndexBuilding) == nil {
 			k, _ := tx.Bucket(bucketTokens).Cursor().First()
 			ready = k == nil

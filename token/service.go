@@ -468,8 +468,12 @@ func RealmHasOwners(tx store.Tx, realm string) (bool, error) {
 	return found, err
 }
 
-// countType returns the number of tokens of a type.
+// countType returns the number of tokens of a type: from the counters of
+// the list indexes, or by counting where they are not built yet.
 func countType(tx store.Tx, typ string) (int, error) {
+	if indexesComplete(tx) {
+		return readCounter(tx.Bucket(bucketCounts), counterKey(cntType, typ)), nil
+	}
 	n := 0
 	err := tx.Bucket(bucketType).ForEach([]byte(typ+"\x00"), func(_, _ []byte) error { n++; return nil })
 	return n, err
