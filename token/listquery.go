@@ -75,8 +75,14 @@ func prefixEnd(prefix []byte) []byte {
 }
 
 func (it *prefixIter) next() (string, bool) {
+	k, ok := it.nextKey()
+	return string(k), ok
+}
+
+// nextKey is next without a copy: the bytes are valid until the next move.
+func (it *prefixIter) nextKey() ([]byte, bool) {
 	if it.done {
-		return "", false
+		return nil, false
 	}
 	var k []byte
 	switch {
@@ -103,12 +109,12 @@ func (it *prefixIter) next() (string, bool) {
 	}
 	if k == nil || !bytes.HasPrefix(k, it.prefix) {
 		it.done = true
-		return "", false
+		return nil, false
 	}
 	if it.lastNul {
-		return string(k[bytes.LastIndexByte(k, 0)+1:]), true
+		return k[bytes.LastIndexByte(k, 0)+1:], true
 	}
-	return string(k[it.strip:]), true
+	return k[it.strip:], true
 }
 
 // mergeIter is the ordered union of ordered walks, without repeats.
@@ -199,6 +205,16 @@ func caseVariants(lit string) []string {
 
 // serialMatcher is the Serial filter as a function (nil: no restriction).
 func serialMatcher(spec string) func(string) bool {
+	m := serialKeyMatcher(spec)
+	if m == nil {
+		return nil
+	}
+	return func(s string) bool { return m([]byte(s)) }
+}
+
+// serialKeyMatcher is serialMatcher on key bytes; it allocates nothing
+// for ASCII serials (every valid serial is).
+func serialKeyMatcher(spec string) func([]byte) bool {
 	if spec == "" {
 		return nil
 	}
@@ -209,21 +225,27 @@ func serialMatcher(spec string) func(string) bool {
 			elems[i] = strings.TrimSpace(elems[i])
 		}
 	}
-	var ms []func(string) bool
+	var ms []func([]byte, []byte) bool // (key, its lower case)
 	for _, e := range elems {
 		switch {
 		case e == "" || e == "*":
 			return nil
 		case !strings.Contains(e, "*"):
-			ms = append(ms, func(s string) bool { return strings.EqualFold(e, s) })
+			eb := []byte(e)
+			ms = append(ms, func(k, _ []byte) bool { return bytes.EqualFold(eb, k) })
 		default:
-			parts := strings.Split(strings.ToLower(e), "*")
-			ms = append(ms, func(s string) bool { return globMatch(parts, strings.ToLower(s)) })
+			var parts [][]byte
+			for _, p := range strings.Split(strings.ToLower(e), "*") {
+				parts = append(parts, []byte(p))
+			}
+			ms = append(ms, func(_, lk []byte) bool { return globMatchBytes(parts, lk) })
 		}
 	}
-	return func(s string) bool {
+	var buf []byte
+	return func(k []byte) bool {
+		buf = lowerASCII(buf[:0], k)
 		for _, m := range ms {
-			if m(s) {
+			if m(k, buf) {
 				return true
 			}
 		}
@@ -231,9 +253,60 @@ func serialMatcher(spec string) func(string) bool {
 	}
 }
 
+// lowerASCII appends k in lower case (ASCII letters; other bytes as they
+// are, so non-ASCII text matches as written).
+func lowerASCII(dst, k []byte) []byte {
+	for _, c := range k {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// globMatchBytes is globMatch on bytes.
+func globMatchBytes(parts [][]byte, s []byte) bool {
+	first, last := parts[0], parts[len(parts)-1]
+	if len(s) < len(first)+len(last) || !bytes.HasPrefix(s, first) || !bytes.HasSuffix(s, last) {
+		return false
+	}
+	mid := s[len(first) : len(s)-len(last)]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := bytes.Index(mid, p)
+		if i < 0 {
+			return false
+		}
+		mid = mid[i+len(p):]
+	}
+	return true
+}
+
+// keyFilterIter walks the serials of a prefix walk that keep accepts,
+// copying only those.
+type keyFilterIter struct {
+	its  []*prefixIter
+	cur  int
+	keep func([]byte) bool
+}
+
+func (f *keyFilterIter) next() (string, bool) {
+	for f.cur < len(f.its) {
+		k, ok := f.its[f.cur].nextKey()
+		if !ok {
+			f.cur++
+			continue
+		}
+		if f.keep(k) {
+			return string(k), true
+		}
+	}
+	return "", false
+}
+
 // serialRanges walks the serials that the literal prefixes of the Serial
-// filter's elements allow (the matcher then checks each).
-func serialRanges(tx store.Tx, spec string, desc bool) serialIter {
+// filter's elements allow and that keep accepts.
+func serialRanges(tx store.Tx, spec string, desc bool, keep func([]byte) bool) serialIter {
 	elems := []string{spec}
 	if strings.Contains(spec, ",") {
 		elems = strings.Split(spec, ",")
@@ -248,8 +321,9 @@ func serialRanges(tx store.Tx, spec string, desc bool) serialIter {
 	}
 	slices.Sort(prefixes)
 	prefixes = slices.Compact(prefixes)
-	// A prefix that another one extends adds nothing.
-	var its []serialIter
+	// A prefix that another one extends adds nothing; the rest are
+	// disjoint ranges in key order.
+	var its []*prefixIter
 	for i, p := range prefixes {
 		if i > 0 && strings.HasPrefix(p, prefixes[i-1]) {
 			prefixes[i] = prefixes[i-1]
@@ -257,10 +331,10 @@ func serialRanges(tx store.Tx, spec string, desc bool) serialIter {
 		}
 		its = append(its, newPrefixIter(tx, bucketAttr, []byte(p), false, desc))
 	}
-	if len(its) == 0 {
-		return emptyIter{}
+	if desc {
+		slices.Reverse(its)
 	}
-	return union(desc, its...)
+	return &keyFilterIter{its: its, keep: keep}
 }
 
 // ---- the plan of one list ----
@@ -270,8 +344,22 @@ type source struct {
 	size  int  // the entries of the walk (an upper bound unless exact)
 	exact bool // size is the number of distinct tokens it yields
 	open  func(desc bool) serialIter
+	// has tells whether a serial is in the walk (nil: every token is),
+	// by key lookups; cheap: without one (the serial's text).
+	has   func(serial string) bool
+	cheap bool
 	// clear removes from a filter the parts the walk answers.
 	clear func(f *Filter)
+}
+
+// getter is a key lookup in one bucket of a transaction.
+func getter(tx store.Tx, bucket string) func(prefix []byte, serial string) bool {
+	b := tx.Bucket(bucket)
+	var buf []byte
+	return func(prefix []byte, serial string) bool {
+		buf = append(append(buf[:0], prefix...), serial...)
+		return b.Get(buf) != nil
+	}
 }
 
 // sources lists the walks that can answer f, in order of preference
@@ -286,18 +374,21 @@ func sources(tx store.Tx, f *Filter) ([]source, error) {
 		if err := tx.Bucket(bucketOwner).ForEach(prefix, func(_, _ []byte) error { n++; return nil }); err != nil {
 			return nil, err
 		}
+		get := getter(tx, bucketOwner)
 		out = append(out, source{size: n, exact: true,
 			open:  func(desc bool) serialIter { return newPrefixIter(tx, bucketOwner, prefix, true, desc) },
+			has:   func(serial string) bool { return get(prefix, serial) },
 			clear: func(f *Filter) { f.UserRealm, f.Resolver, f.UserID = "", "", "" }})
 	}
-	if m := serialMatcher(f.Serial); m != nil {
+	if m := serialKeyMatcher(f.Serial); m != nil {
 		spec := f.Serial
 		size := total
 		if !strings.Contains(spec, "*") {
 			size = strings.Count(spec, ",") + 1
 		}
 		out = append(out, source{size: size,
-			open:  func(desc bool) serialIter { return &filterIter{it: serialRanges(tx, spec, desc), keep: m} },
+			open:  func(desc bool) serialIter { return serialRanges(tx, spec, desc, m) },
+			has:   func(serial string) bool { return m([]byte(serial)) }, cheap: true,
 			clear: func(f *Filter) { f.Serial = "" }})
 	}
 	// union of the prefixes of names (from a counter kind) that match.
@@ -315,7 +406,15 @@ func sources(tx store.Tx, f *Filter) ([]source, error) {
 			}
 		}
 		slices.Sort(names)
+		prefixes := make([][]byte, len(names))
+		for i, name := range names {
+			prefixes[i] = prefix(name)
+		}
+		get := getter(tx, bucket)
 		out = append(out, source{size: n, exact: len(names) <= 1 || kind != cntRealm,
+			has: func(serial string) bool {
+				return slices.ContainsFunc(prefixes, func(p []byte) bool { return get(p, serial) })
+			},
 			open: func(desc bool) serialIter {
 				its := make([]serialIter, 0, len(names))
 				for _, name := range names {
@@ -366,8 +465,10 @@ func sources(tx store.Tx, f *Filter) ([]source, error) {
 		}
 		v := string(b2byte(*b))
 		prefix := colKey(col, []byte(v), "")
+		get := getter(tx, bucketCol)
 		out = append(out, source{size: readCounter(counts, counterKey(kind, v)), exact: true,
 			open:  func(desc bool) serialIter { return newPrefixIter(tx, bucketCol, prefix, true, desc) },
+			has:   func(serial string) bool { return get(prefix, serial) },
 			clear: clear})
 	}
 	flag(f.Assigned, cntAssigned, colAssigned, func(f *Filter) { f.Assigned = nil })
@@ -378,7 +479,15 @@ func sources(tx store.Tx, f *Filter) ([]source, error) {
 		for _, v := range vis {
 			n += readCounter(counts, counterKey(cntRealm, strings.ToLower(v))) + readCounter(counts, counterKey(cntORealm, strings.ToLower(v)))
 		}
+		getR, getO := getter(tx, bucketRealm), getter(tx, bucketORealm)
+		var prefixes [][]byte
+		for _, v := range vis {
+			prefixes = append(prefixes, []byte(strings.ToLower(v)+"\x00"))
+		}
 		out = append(out, source{size: n,
+			has: func(serial string) bool {
+				return slices.ContainsFunc(prefixes, func(p []byte) bool { return getR(p, serial) || getO(p, serial) })
+			},
 			open: func(desc bool) serialIter {
 				var its []serialIter
 				for _, v := range vis {
@@ -433,6 +542,7 @@ type checker struct {
 	scanCap  int
 	cap      int
 	attrs    map[string]*Token // kept when the caller sorts by them
+	keys     []func(string) bool // membership in the other walks
 }
 
 func newChecker(tx store.Tx, rest Filter, listCap int) *checker {
@@ -458,6 +568,11 @@ func (c *checker) attr(serial string) (*Token, error) {
 func (c *checker) ok(serial string) (bool, error) {
 	if c.serial != nil && !c.serial(serial) {
 		return false, nil
+	}
+	for _, has := range c.keys {
+		if !has(serial) {
+			return false, nil
+		}
 	}
 	if c.needAttr || c.attrs != nil {
 		c.scanned++
@@ -569,15 +684,52 @@ func (s *Service) List(ctx context.Context, f Filter, sortBy string, desc bool, 
 	return p, nil
 }
 
-// best picks the smallest walk.
-func best(srcs []source) source {
-	b := srcs[0]
-	for _, s := range srcs[1:] {
-		if s.size < b.size {
-			b = s
+// checkerFor is the checker of the filters that walk skip (-1: none)
+// leaves: the other walks by key lookups, the rest by index records.
+func checkerFor(tx store.Tx, srcs []source, skip int, f Filter, listCap int) *checker {
+	rest := f
+	var keys []func(string) bool
+	if skip >= 0 {
+		srcs[skip].clear(&rest)
+	}
+	for i, o := range srcs {
+		if i == skip || o.has == nil {
+			continue
+		}
+		keys = append(keys, o.has)
+		o.clear(&rest)
+	}
+	c := newChecker(tx, rest, listCap)
+	c.keys = keys
+	return c
+}
+
+// plan picks the walk that costs least: a walk that answers every filter
+// by itself costs nothing beyond the page; otherwise each entry costs a
+// step, a key lookup per other filter and, when a filter needs the index
+// record, a record read.
+func plan(tx store.Tx, srcs []source, f Filter, listCap int) (source, *checker) {
+	bestI, bestCost := 0, math.MaxInt
+	for i, w := range srcs {
+		c := checkerFor(tx, srcs, i, f, listCap)
+		perEntry := 1
+		for j, o := range srcs {
+			if j != i && o.has != nil && !o.cheap {
+				perEntry += 2
+			}
+		}
+		if c.needAttr || c.infoKey != "" {
+			perEntry += 20
+		}
+		cost := w.size * perEntry
+		if w.exact && perEntry == 1 && c.serial == nil && len(c.keys) == 0 {
+			cost = 0
+		}
+		if cost < bestCost {
+			bestI, bestCost = i, cost
 		}
 	}
-	return b
+	return srcs[bestI], checkerFor(tx, srcs, bestI, f, listCap)
 }
 
 // listBySerial answers a list in serial order: the serials of the page
@@ -587,11 +739,8 @@ func (s *Service) listBySerial(tx store.Tx, f *Filter, desc bool, start, size in
 	if err != nil {
 		return nil, 0, err
 	}
-	src := best(srcs)
-	rest := *f
-	src.clear(&rest)
-	c := newChecker(tx, rest, s.listCap)
-	if src.exact && c.serial == nil && !c.needAttr && c.infoKey == "" {
+	src, c := plan(tx, srcs, *f, s.listCap)
+	if src.exact && c.serial == nil && len(c.keys) == 0 && !c.needAttr && c.infoKey == "" {
 		// The walk is the answer: its size is the count, and the page is
 		// reached from the nearer end.
 		count := src.size
@@ -678,15 +827,15 @@ func (s *Service) listByColumn(tx store.Tx, f *Filter, col string, desc bool, st
 	if err != nil {
 		return nil, 0, err
 	}
-	src := best(srcs)
+	src, c := plan(tx, srcs, *f, s.listCap)
 	if src.size <= s.listCap || col == "count" || col == "failcount" {
-		return s.sortCandidates(tx, f, src, col, desc, start, size)
+		return s.sortCandidates(tx, src, c, col, desc, start, size)
 	}
 	// Many candidates: walk the column's index in order and check each
 	// against every filter.
-	c := newChecker(tx, *f, s.listCap)
+	c = checkerFor(tx, srcs, -1, *f, s.listCap)
 	total := readCounter(tx.Bucket(bucketCounts), cntAll)
-	if c.serial == nil && !c.needAttr && c.infoKey == "" {
+	if c.serial == nil && len(c.keys) == 0 && !c.needAttr && c.infoKey == "" {
 		if start >= total {
 			return []string{}, total, nil
 		}
@@ -719,16 +868,13 @@ func (s *Service) listByColumn(tx store.Tx, f *Filter, col string, desc bool, st
 	return out, count, nil
 }
 
-// sortCandidates collects the candidates of src that pass f (at most the
+// sortCandidates collects the candidates of src that c passes (at most the
 // list cap), sorts them by col and cuts the page.
-func (s *Service) sortCandidates(tx store.Tx, f *Filter, src source, col string, desc bool, start, size int) ([]string, int, error) {
+func (s *Service) sortCandidates(tx store.Tx, src source, c *checker, col string, desc bool, start, size int) ([]string, int, error) {
 	what := "sortby " + col
 	if src.size > s.listCap && (col == "count" || col == "failcount") {
 		return nil, 0, errTooBroad(what, s.listCap)
 	}
-	rest := *f
-	src.clear(&rest)
-	c := newChecker(tx, rest, s.listCap)
 	c.attrs = map[string]*Token{}
 	var cands []*Token
 	it := src.open(false)

@@ -697,10 +697,7 @@ func (s *Service) GetSerial(ctx context.Context, otpValue string, f GetSerialFil
 		if err != nil {
 			return err
 		}
-		src := best(srcs)
-		rest := lf
-		src.clear(&rest)
-		c := newChecker(tx, rest, s.listCap)
+		src, c := plan(tx, srcs, lf, s.listCap)
 		var serials []string
 		it := src.open(false)
 		for serial, ok := it.next(); ok; serial, ok = it.next() {
