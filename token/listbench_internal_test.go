@@ -29,7 +29,7 @@ func BenchmarkList(b *testing.B) {
 				serial := fmt.Sprintf("OATH%08X", uint32(j)*2654435761) // distinct
 				t := &Token{ID: uint64(j + 1), Serial: serial, Type: "hotp", Active: true, OTPLen: 6, MaxFail: 10, CountWindow: 10,
 					Description: fmt.Sprintf("token %d", j), Realms: []string{"bench"}, Info: map[string]string{"hashlib": "sha1", "tokenkind": "software"},
-					Owner: &user.User{Realm: "bench", Resolver: "passwd", UID: fmt.Sprint(j), Login: fmt.Sprintf("user%d", j)},
+					Owner:  &user.User{Realm: "bench", Resolver: "passwd", UID: fmt.Sprint(j), Login: fmt.Sprintf("user%d", j)},
 					Sealed: map[string][]byte{"otpkey": make([]byte, 60)}}
 				if err := s.save(tx, nil, t); err != nil {
 					return err

@@ -387,8 +387,8 @@ func sources(tx store.Tx, f *Filter) ([]source, error) {
 			size = strings.Count(spec, ",") + 1
 		}
 		out = append(out, source{size: size,
-			open:  func(desc bool) serialIter { return serialRanges(tx, spec, desc, m) },
-			has:   func(serial string) bool { return m([]byte(serial)) }, cheap: true,
+			open: func(desc bool) serialIter { return serialRanges(tx, spec, desc, m) },
+			has:  func(serial string) bool { return m([]byte(serial)) }, cheap: true,
 			clear: func(f *Filter) { f.Serial = "" }})
 	}
 	// union of the prefixes of names (from a counter kind) that match.
@@ -541,7 +541,7 @@ type checker struct {
 	decoded  int
 	scanCap  int
 	cap      int
-	attrs    map[string]*Token // kept when the caller sorts by them
+	attrs    map[string]*Token   // kept when the caller sorts by them
 	keys     []func(string) bool // membership in the other walks
 }
 
