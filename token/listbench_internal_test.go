@@ -2,6 +2,7 @@ package token
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,7 +17,8 @@ import (
 // straight through save in large transactions.
 func BenchmarkList(b *testing.B) {
 	const n = 100_000
-	db, err := bolt.Open(filepath.Join(b.TempDir(), "list.db"), bolt.Options{Timeout: time.Second})
+	path := filepath.Join(b.TempDir(), "list.db")
+	db, err := bolt.Open(path, bolt.Options{Timeout: time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -40,6 +42,9 @@ func BenchmarkList(b *testing.B) {
 		}); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if fi, err := os.Stat(path); err == nil {
+		b.Logf("data file: %d bytes for %d tokens", fi.Size(), n)
 	}
 	s.decoded = newDecodeCache(0)
 	probe := serials[n/2]

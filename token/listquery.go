@@ -506,21 +506,6 @@ func sources(tx store.Tx, f *Filter) ([]source, error) {
 	return out, nil
 }
 
-// filterIter keeps the serials keep accepts.
-type filterIter struct {
-	it   serialIter
-	keep func(string) bool
-}
-
-func (f *filterIter) next() (string, bool) {
-	for {
-		s, ok := f.it.next()
-		if !ok || f.keep(s) {
-			return s, ok
-		}
-	}
-}
-
 // isZero reports whether f restricts nothing.
 func (f *Filter) isZero() bool {
 	return f.Serial == "" && f.Type == "" && len(f.Types) == 0 && f.UserRealm == "" && f.Resolver == "" && f.UserID == "" &&
