@@ -7,8 +7,10 @@ package token
 //     binary record of the fields that an authentication does not change:
 //     id, type, description, active, rollout state, otplen, maxfail,
 //     realms, owner and the tokeninfo keys). Its keys are the ordered
-//     serials that serial wildcards scan; its values answer every filter
-//     but infovalue without decoding the JSON record.
+//     serials; its values answer every filter but infovalue without
+//     decoding the JSON record.
+//   - tokens.serial: the serials alone (empty values), the dense ordered
+//     key set that serial wildcards and unfiltered pages walk.
 //   - tokens.orealm: lower(owner realm)\0serial.
 //   - tokens.col: one ordered index per sort column and flag:
 //     column byte, value, \0, serial.
@@ -41,6 +43,7 @@ const (
 	bucketORealm = "tokens.orealm"
 	bucketCol    = "tokens.col"
 	bucketCounts = "tokens.counts"
+	bucketSerial = "tokens.serial"
 
 	// indexVersion is the version of the list indexes; a data file without
 	// it (or with another) gets them rebuilt by BuildIndexes.
@@ -263,6 +266,7 @@ type entry struct {
 // record) and the counters it adds to.
 func listEntries(t *Token) ([]entry, []string) {
 	es := []entry{
+		{bucketSerial, t.Serial},
 		{bucketCol, string(colKey(colDescription, []byte(colText(t.Description)), t.Serial))},
 		{bucketCol, string(colKey(colActive, b2byte(t.Active), t.Serial))},
 		{bucketCol, string(colKey(colAssigned, b2byte(t.Assigned()), t.Serial))},
@@ -455,7 +459,7 @@ func (s *Service) BuildIndexes(ctx context.Context, progress func(done int)) err
 		if tx.Bucket(bucketCounts).Get(keyIndexBuilding) != nil {
 			return nil
 		}
-		for _, b := range []string{bucketAttr, bucketORealm, bucketCol, bucketCounts} {
+		for _, b := range []string{bucketAttr, bucketSerial, bucketORealm, bucketCol, bucketCounts} {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
 			}

@@ -329,7 +329,7 @@ func serialRanges(tx store.Tx, spec string, desc bool, keep func([]byte) bool) s
 			prefixes[i] = prefixes[i-1]
 			continue
 		}
-		its = append(its, newPrefixIter(tx, bucketAttr, []byte(p), false, desc))
+		its = append(its, newPrefixIter(tx, bucketSerial, []byte(p), false, desc))
 	}
 	if desc {
 		slices.Reverse(its)
@@ -501,7 +501,7 @@ func sources(tx store.Tx, f *Filter) ([]source, error) {
 			}, clear: func(f *Filter) { f.Visible = nil }})
 	}
 	out = append(out, source{size: total, exact: true,
-		open:  func(desc bool) serialIter { return newPrefixIter(tx, bucketAttr, nil, false, desc) },
+		open:  func(desc bool) serialIter { return newPrefixIter(tx, bucketSerial, nil, false, desc) },
 		clear: func(*Filter) {}})
 	return out, nil
 }

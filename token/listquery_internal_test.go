@@ -265,7 +265,7 @@ func indexDump(t *testing.T, st store.Store) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	err := st.View(t.Context(), func(tx store.Tx) error {
-		for _, b := range []string{bucketAttr, bucketORealm, bucketCol, bucketCounts, bucketOwner, bucketRealm, bucketType} {
+		for _, b := range []string{bucketAttr, bucketSerial, bucketORealm, bucketCol, bucketCounts, bucketOwner, bucketRealm, bucketType} {
 			if err := tx.Bucket(b).ForEach(nil, func(k, v []byte) error {
 				out[b+" "+string(k)] = string(v)
 				return nil
@@ -285,7 +285,7 @@ func indexDump(t *testing.T, st store.Store) map[string]string {
 func dropListIndexes(t *testing.T, st store.Store) {
 	t.Helper()
 	if err := st.Update(t.Context(), func(tx store.Tx) error {
-		for _, b := range []string{bucketAttr, bucketORealm, bucketCol, bucketCounts} {
+		for _, b := range []string{bucketAttr, bucketSerial, bucketORealm, bucketCol, bucketCounts} {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
 			}
