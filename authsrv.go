@@ -237,7 +237,7 @@ func (s *Server) open() error {
 		reg.Register(t)
 	}
 	s.tokens = token.New(token.Config{Store: s.st, Sealer: sealer, Hasher: hasher, Notify: s.notify,
-		Types: reg, Settings: c.tokenSettings, Now: c.now, Rand: c.rand})
+		Types: reg, Settings: c.tokenSettings, Now: c.now, Rand: c.rand, DecodeCacheBytes: c.tokenCache})
 	// A data file of an older release gets the token list indexes once.
 	tlog, logged := c.log.With().Str("component", "token").Logger(), -1
 	if err := s.tokens.BuildIndexes(context.Background(), func(n int) {
