@@ -904,11 +904,18 @@ func (s *Service) sortCandidates(tx store.Tx, src source, c *checker, col string
 
 // ensureIndexes builds the list indexes when the data file lacks them
 // (BuildIndexes; the server builds them at start, so this only runs for a
-// Service used without it).
+// Service used without it). Once complete they stay complete: saves keep
+// them.
 func (s *Service) ensureIndexes(ctx context.Context) error {
-	ok, err := s.IndexesReady(ctx)
-	if err != nil || ok {
-		return err
+	if s.indexed.Load() {
+		return nil
 	}
-	return s.BuildIndexes(ctx, nil)
+	ok, err := s.IndexesReady(ctx)
+	if err == nil && !ok {
+		err = s.BuildIndexes(ctx, nil)
+	}
+	if err == nil {
+		s.indexed.Store(true)
+	}
+	return err
 }

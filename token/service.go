@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/authsrv/authsrv/apierr"
@@ -153,8 +154,10 @@ type Service struct {
 	// decoded is this Service's cache of decoded token records (load,
 	// save and remove are its methods).
 	decoded *decodeCache
-	// buildMu serialises BuildIndexes.
+	// buildMu serialises BuildIndexes; indexed: the list indexes were
+	// seen complete.
 	buildMu sync.Mutex
+	indexed atomic.Bool
 	// listCap bounds the records one list decodes (and the candidates a
 	// sort by a changing column or getserial considers).
 	listCap int
