@@ -36,9 +36,10 @@ func errTooBroad(what string, limit int) error {
 // ---- ordered walks of serials ----
 
 // serialIter yields serials in ascending (or, when built descending,
-// descending) order, each once.
+// descending) order, each once. The bytes are the store's: valid for the
+// read transaction, never to be changed.
 type serialIter interface {
-	next() (string, bool)
+	next() ([]byte, bool)
 }
 
 // prefixIter walks the keys of a bucket with a prefix. The serial is the
@@ -74,13 +75,7 @@ func prefixEnd(prefix []byte) []byte {
 	return nil
 }
 
-func (it *prefixIter) next() (string, bool) {
-	k, ok := it.nextKey()
-	return string(k), ok
-}
-
-// nextKey is next without a copy: the bytes are valid until the next move.
-func (it *prefixIter) nextKey() ([]byte, bool) {
+func (it *prefixIter) next() ([]byte, bool) {
 	if it.done {
 		return nil, false
 	}
@@ -120,7 +115,7 @@ func (it *prefixIter) nextKey() ([]byte, bool) {
 // mergeIter is the ordered union of ordered walks, without repeats.
 type mergeIter struct {
 	its   []serialIter
-	heads []string
+	heads [][]byte
 	ok    []bool
 	init  bool
 	desc  bool
@@ -130,10 +125,10 @@ func union(desc bool, its ...serialIter) serialIter {
 	if len(its) == 1 {
 		return its[0]
 	}
-	return &mergeIter{its: its, heads: make([]string, len(its)), ok: make([]bool, len(its)), desc: desc}
+	return &mergeIter{its: its, heads: make([][]byte, len(its)), ok: make([]bool, len(its)), desc: desc}
 }
 
-func (m *mergeIter) next() (string, bool) {
+func (m *mergeIter) next() ([]byte, bool) {
 	if !m.init {
 		m.init = true
 		for i, it := range m.its {
@@ -142,16 +137,23 @@ func (m *mergeIter) next() (string, bool) {
 	}
 	best := -1
 	for i := range m.its {
-		if m.ok[i] && (best < 0 || (m.desc && m.heads[i] > m.heads[best]) || (!m.desc && m.heads[i] < m.heads[best])) {
+		if !m.ok[i] {
+			continue
+		}
+		if best < 0 {
+			best = i
+			continue
+		}
+		if c := bytes.Compare(m.heads[i], m.heads[best]); (m.desc && c > 0) || (!m.desc && c < 0) {
 			best = i
 		}
 	}
 	if best < 0 {
-		return "", false
+		return nil, false
 	}
 	v := m.heads[best]
 	for i := range m.its {
-		for m.ok[i] && m.heads[i] == v {
+		for m.ok[i] && bytes.Equal(m.heads[i], v) {
 			m.heads[i], m.ok[i] = m.its[i].next()
 		}
 	}
@@ -160,7 +162,7 @@ func (m *mergeIter) next() (string, bool) {
 
 type emptyIter struct{}
 
-func (emptyIter) next() (string, bool) { return "", false }
+func (emptyIter) next() ([]byte, bool) { return nil, false }
 
 // caseVariants are the spellings of a literal serial prefix that match it
 // case-insensitively, in key order. Past maxLetters letters the prefix is
@@ -203,17 +205,8 @@ func caseVariants(lit string) []string {
 	return slices.Compact(out)
 }
 
-// serialMatcher is the Serial filter as a function (nil: no restriction).
-func serialMatcher(spec string) func(string) bool {
-	m := serialKeyMatcher(spec)
-	if m == nil {
-		return nil
-	}
-	return func(s string) bool { return m([]byte(s)) }
-}
-
-// serialKeyMatcher is serialMatcher on key bytes; it allocates nothing
-// for ASCII serials (every valid serial is).
+// serialKeyMatcher is the Serial filter as a function on key bytes (nil:
+// no restriction); it allocates nothing.
 func serialKeyMatcher(spec string) func([]byte) bool {
 	if spec == "" {
 		return nil
@@ -282,26 +275,26 @@ func globMatchBytes(parts [][]byte, s []byte) bool {
 	return true
 }
 
-// keyFilterIter walks the serials of a prefix walk that keep accepts,
-// copying only those.
+// keyFilterIter walks the serials of prefix walks (one after the other)
+// that keep accepts.
 type keyFilterIter struct {
 	its  []*prefixIter
 	cur  int
 	keep func([]byte) bool
 }
 
-func (f *keyFilterIter) next() (string, bool) {
+func (f *keyFilterIter) next() ([]byte, bool) {
 	for f.cur < len(f.its) {
-		k, ok := f.its[f.cur].nextKey()
+		k, ok := f.its[f.cur].next()
 		if !ok {
 			f.cur++
 			continue
 		}
 		if f.keep(k) {
-			return string(k), true
+			return k, true
 		}
 	}
-	return "", false
+	return nil, false
 }
 
 // serialRanges walks the serials that the literal prefixes of the Serial
@@ -346,17 +339,17 @@ type source struct {
 	open  func(desc bool) serialIter
 	// has tells whether a serial is in the walk (nil: every token is),
 	// by key lookups; cheap: without one (the serial's text).
-	has   func(serial string) bool
+	has   func(serial []byte) bool
 	cheap bool
 	// clear removes from a filter the parts the walk answers.
 	clear func(f *Filter)
 }
 
 // getter is a key lookup in one bucket of a transaction.
-func getter(tx store.Tx, bucket string) func(prefix []byte, serial string) bool {
+func getter(tx store.Tx, bucket string) func(prefix, serial []byte) bool {
 	b := tx.Bucket(bucket)
 	var buf []byte
-	return func(prefix []byte, serial string) bool {
+	return func(prefix, serial []byte) bool {
 		buf = append(append(buf[:0], prefix...), serial...)
 		return b.Get(buf) != nil
 	}
@@ -377,7 +370,7 @@ func sources(tx store.Tx, f *Filter) ([]source, error) {
 		get := getter(tx, bucketOwner)
 		out = append(out, source{size: n, exact: true,
 			open:  func(desc bool) serialIter { return newPrefixIter(tx, bucketOwner, prefix, true, desc) },
-			has:   func(serial string) bool { return get(prefix, serial) },
+			has:   func(serial []byte) bool { return get(prefix, serial) },
 			clear: func(f *Filter) { f.UserRealm, f.Resolver, f.UserID = "", "", "" }})
 	}
 	if m := serialKeyMatcher(f.Serial); m != nil {
@@ -388,7 +381,7 @@ func sources(tx store.Tx, f *Filter) ([]source, error) {
 		}
 		out = append(out, source{size: size,
 			open: func(desc bool) serialIter { return serialRanges(tx, spec, desc, m) },
-			has:  func(serial string) bool { return m([]byte(serial)) }, cheap: true,
+			has:  m, cheap: true,
 			clear: func(f *Filter) { f.Serial = "" }})
 	}
 	// union of the prefixes of names (from a counter kind) that match.
@@ -412,7 +405,7 @@ func sources(tx store.Tx, f *Filter) ([]source, error) {
 		}
 		get := getter(tx, bucket)
 		out = append(out, source{size: n, exact: len(names) <= 1 || kind != cntRealm,
-			has: func(serial string) bool {
+			has: func(serial []byte) bool {
 				return slices.ContainsFunc(prefixes, func(p []byte) bool { return get(p, serial) })
 			},
 			open: func(desc bool) serialIter {
@@ -468,7 +461,7 @@ func sources(tx store.Tx, f *Filter) ([]source, error) {
 		get := getter(tx, bucketCol)
 		out = append(out, source{size: readCounter(counts, counterKey(kind, v)), exact: true,
 			open:  func(desc bool) serialIter { return newPrefixIter(tx, bucketCol, prefix, true, desc) },
-			has:   func(serial string) bool { return get(prefix, serial) },
+			has:   func(serial []byte) bool { return get(prefix, serial) },
 			clear: clear})
 	}
 	flag(f.Assigned, cntAssigned, colAssigned, func(f *Filter) { f.Assigned = nil })
@@ -485,7 +478,7 @@ func sources(tx store.Tx, f *Filter) ([]source, error) {
 			prefixes = append(prefixes, []byte(strings.ToLower(v)+"\x00"))
 		}
 		out = append(out, source{size: n,
-			has: func(serial string) bool {
+			has: func(serial []byte) bool {
 				return slices.ContainsFunc(prefixes, func(p []byte) bool { return getR(p, serial) || getO(p, serial) })
 			},
 			open: func(desc bool) serialIter {
@@ -518,7 +511,7 @@ func (f *Filter) isZero() bool {
 type checker struct {
 	tx       store.Tx
 	rest     Filter // without Serial and InfoValue
-	serial   func(string) bool
+	serial   func([]byte) bool
 	infoKey  string
 	infoVal  string
 	needAttr bool
@@ -527,11 +520,11 @@ type checker struct {
 	scanCap  int
 	cap      int
 	attrs    map[string]*Token   // kept when the caller sorts by them
-	keys     []func(string) bool // membership in the other walks
+	keys     []func([]byte) bool // membership in the other walks
 }
 
 func newChecker(tx store.Tx, rest Filter, listCap int) *checker {
-	c := &checker{tx: tx, serial: serialMatcher(rest.Serial), cap: listCap, scanCap: listCap * scanFactor}
+	c := &checker{tx: tx, serial: serialKeyMatcher(rest.Serial), cap: listCap, scanCap: listCap * scanFactor}
 	if rest.InfoKey != "" && rest.InfoValue != "" && rest.InfoValue != "*" {
 		c.infoKey, c.infoVal = rest.InfoKey, rest.InfoValue
 	}
@@ -541,16 +534,16 @@ func newChecker(tx store.Tx, rest Filter, listCap int) *checker {
 	return c
 }
 
-func (c *checker) attr(serial string) (*Token, error) {
-	raw := c.tx.Bucket(bucketAttr).Get([]byte(serial))
+func (c *checker) attr(serial []byte) (*Token, error) {
+	raw := c.tx.Bucket(bucketAttr).Get(serial)
 	if raw == nil {
 		return nil, nil
 	}
-	return decodeAttr(serial, raw)
+	return decodeAttr(string(serial), raw)
 }
 
 // ok reports whether serial passes.
-func (c *checker) ok(serial string) (bool, error) {
+func (c *checker) ok(serial []byte) (bool, error) {
 	if c.serial != nil && !c.serial(serial) {
 		return false, nil
 	}
@@ -569,7 +562,7 @@ func (c *checker) ok(serial string) (bool, error) {
 			return false, err
 		}
 		if c.attrs != nil {
-			c.attrs[serial] = a
+			c.attrs[a.Serial] = a
 		}
 	}
 	if c.infoKey != "" {
@@ -577,7 +570,7 @@ func (c *checker) ok(serial string) (bool, error) {
 		if c.decoded > c.cap {
 			return false, errTooBroad("the filter infovalue", c.cap)
 		}
-		t, err := loadUncached(c.tx, serial)
+		t, err := loadUncached(c.tx, string(serial))
 		if err != nil || t == nil {
 			return false, err
 		}
@@ -673,7 +666,7 @@ func (s *Service) List(ctx context.Context, f Filter, sortBy string, desc bool, 
 // leaves: the other walks by key lookups, the rest by index records.
 func checkerFor(tx store.Tx, srcs []source, skip int, f Filter, listCap int) *checker {
 	rest := f
-	var keys []func(string) bool
+	var keys []func([]byte) bool
 	if skip >= 0 {
 		srcs[skip].clear(&rest)
 	}
@@ -755,7 +748,7 @@ func (s *Service) listBySerial(tx store.Tx, f *Filter, desc bool, start, size in
 			continue
 		}
 		if count >= start && count-start < size {
-			out = append(out, serial)
+			out = append(out, string(serial))
 		}
 		count++
 	}
@@ -775,7 +768,7 @@ func take(it serialIter, n, k int) []string {
 		if !ok {
 			break
 		}
-		out = append(out, s)
+		out = append(out, string(s))
 	}
 	return out
 }
@@ -845,7 +838,7 @@ func (s *Service) listByColumn(tx store.Tx, f *Filter, col string, desc bool, st
 		}
 		if pass {
 			if count >= start && count-start < size {
-				out = append(out, serial)
+				out = append(out, string(serial))
 			}
 			count++
 		}
@@ -874,9 +867,9 @@ func (s *Service) sortCandidates(tx store.Tx, src source, c *checker, col string
 		if len(cands) == s.listCap {
 			return nil, 0, errTooBroad(what, s.listCap)
 		}
-		t := c.attrs[serial]
+		t := c.attrs[string(serial)]
 		if col == "count" || col == "failcount" {
-			if t, err = loadUncached(tx, serial); err != nil {
+			if t, err = loadUncached(tx, string(serial)); err != nil {
 				return nil, 0, err
 			}
 		}

@@ -1,6 +1,7 @@
 package token
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -699,9 +700,10 @@ func (s *Service) GetSerial(ctx context.Context, otpValue string, f GetSerialFil
 		}
 		src, c := plan(tx, srcs, lf, s.listCap)
 		var serials []string
+		sub := []byte(f.Serial)
 		it := src.open(false)
 		for serial, ok := it.next(); ok; serial, ok = it.next() {
-			if f.Serial != "" && !strings.Contains(serial, f.Serial) {
+			if len(sub) > 0 && !bytes.Contains(serial, sub) {
 				continue
 			}
 			pass, err := c.ok(serial)
@@ -715,7 +717,7 @@ func (s *Service) GetSerial(ctx context.Context, otpValue string, f GetSerialFil
 				return apierr.New(apierr.Parameter, fmt.Sprintf(
 					"[ParameterError] getserial would try more than %d tokens with a window of %d: narrow it with type, serial, assigned or unassigned, or a smaller window", limit, f.Window))
 			}
-			serials = append(serials, serial)
+			serials = append(serials, string(serial))
 		}
 		for _, serial := range serials {
 			t, err := loadUncached(tx, serial)
