@@ -345,13 +345,15 @@ type source struct {
 	clear func(f *Filter)
 }
 
-// getter is a key lookup in one bucket of a transaction.
+// getter is a key lookup in one bucket of a transaction (by one cursor:
+// a lookup allocates nothing).
 func getter(tx store.Tx, bucket string) func(prefix, serial []byte) bool {
-	b := tx.Bucket(bucket)
+	c := tx.Bucket(bucket).Cursor()
 	var buf []byte
 	return func(prefix, serial []byte) bool {
 		buf = append(append(buf[:0], prefix...), serial...)
-		return b.Get(buf) != nil
+		k, _ := c.Seek(buf)
+		return bytes.Equal(k, buf)
 	}
 }
 
@@ -406,7 +408,12 @@ func sources(tx store.Tx, f *Filter) ([]source, error) {
 		get := getter(tx, bucket)
 		out = append(out, source{size: n, exact: len(names) <= 1 || kind != cntRealm,
 			has: func(serial []byte) bool {
-				return slices.ContainsFunc(prefixes, func(p []byte) bool { return get(p, serial) })
+				for _, p := range prefixes {
+					if get(p, serial) {
+						return true
+					}
+				}
+				return false
 			},
 			open: func(desc bool) serialIter {
 				its := make([]serialIter, 0, len(names))
@@ -479,7 +486,12 @@ func sources(tx store.Tx, f *Filter) ([]source, error) {
 		}
 		out = append(out, source{size: n,
 			has: func(serial []byte) bool {
-				return slices.ContainsFunc(prefixes, func(p []byte) bool { return getR(p, serial) || getO(p, serial) })
+				for _, p := range prefixes {
+					if getR(p, serial) || getO(p, serial) {
+						return true
+					}
+				}
+				return false
 			},
 			open: func(desc bool) serialIter {
 				var its []serialIter
@@ -521,6 +533,7 @@ type checker struct {
 	cap      int
 	attrs    map[string]*Token   // kept when the caller sorts by them
 	keys     []func([]byte) bool // membership in the other walks
+	attrCur  store.Cursor
 }
 
 func newChecker(tx store.Tx, rest Filter, listCap int) *checker {
@@ -535,8 +548,11 @@ func newChecker(tx store.Tx, rest Filter, listCap int) *checker {
 }
 
 func (c *checker) attr(serial []byte) (*Token, error) {
-	raw := c.tx.Bucket(bucketAttr).Get(serial)
-	if raw == nil {
+	if c.attrCur == nil {
+		c.attrCur = c.tx.Bucket(bucketAttr).Cursor()
+	}
+	k, raw := c.attrCur.Seek(serial)
+	if !bytes.Equal(k, serial) {
 		return nil, nil
 	}
 	return decodeAttr(string(serial), raw)
