@@ -48,9 +48,6 @@ func BenchmarkList(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if fi, err := os.Stat(path); err == nil {
-		b.ReportMetric(float64(fi.Size())/float64(n), "file-B/token")
-	}
 	s.decoded = newDecodeCache(0)
 	probe := serials[n/2]
 	for _, q := range []struct {
