@@ -238,7 +238,17 @@ func (s *Server) open() error {
 		reg.Register(t)
 	}
 	s.tokens = token.New(token.Config{Store: s.st, Sealer: sealer, Hasher: hasher, Notify: s.notify,
-		Types: reg, Settings: c.tokenSettings, Now: c.now, Rand: c.rand})
+		Types: reg, Settings: c.tokenSettings, Now: c.now, Rand: c.rand, DecodeCacheBytes: c.tokenCache})
+	// A data file of an older release gets the token list indexes once.
+	tlog, logged := c.log.With().Str("component", "token").Logger(), -1
+	if err := s.tokens.BuildIndexes(context.Background(), func(n int) {
+		if logged < 0 || n-logged >= 100000 {
+			tlog.Info().Int("tokens", n).Msg("building the token list indexes")
+			logged = n
+		}
+	}); err != nil {
+		return fmt.Errorf("token indexes: %w", err)
+	}
 	s.realms.SetTokenCheck(token.RealmHasOwners)
 	s.validator = validate.New(validate.Config{Tokens: s.tokens, Realms: s.realms, Policies: s.policies, Resolvers: s.resolvers, Now: c.now,
 		Store: s.st, CacheKey: hkdfSeed(c.encKey, "authsrv auth cache key"), Audit: s.audit, NodeName: c.nodeName,

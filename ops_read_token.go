@@ -42,7 +42,8 @@ type TokenListRequest struct {
 	// SortBy is one of token.SortColumns ("" for serial); Desc reverses.
 	SortBy string
 	Desc   bool
-	// Page is 1-based; PageSize 0 lists every token on one page.
+	// Page is 1-based; PageSize 0 lists every token on one page (at most
+	// token.DefaultListCap of them; more is a parameter error).
 	Page, PageSize int
 }
 

@@ -52,6 +52,7 @@ type config struct {
 	resolverTypes   resolver.Registry
 	tokenTypes      []token.Type
 	tokenSettings   token.Settings
+	tokenCache      int64
 	actionDefs      *policy.Defs
 	auditKey        ed25519.PrivateKey
 	auditMaxAge     time.Duration
@@ -216,6 +217,16 @@ func WithTokenTypes(types ...token.Type) Option {
 func WithTokenSettings(set token.Settings) Option {
 	return func(c *config) error {
 		c.tokenSettings = set
+		return nil
+	}
+}
+
+// WithTokenDecodeCache bounds the memory (bytes) of the cache of decoded
+// token records that authentications read (default
+// token.DefaultDecodeCacheBytes, 32 MiB; negative: no cache).
+func WithTokenDecodeCache(bytes int64) Option {
+	return func(c *config) error {
+		c.tokenCache = bytes
 		return nil
 	}
 }

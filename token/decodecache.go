@@ -12,21 +12,44 @@ import (
 // made by another node on a shared store) is never returned, only missed.
 // Every authentication reads its user's tokens and writes one back; JSON
 // decoding was the largest cost of both. Each Service has its own cache
-// (built by New), so two Servers in one process share no state.
+// (built by New), so two Servers in one process share no state. Its size
+// is bounded in bytes (Config.DecodeCacheBytes); lists, scans and the
+// index rebuild read without it, so they never evict what
+// authentications keep.
 type decodeCache struct {
-	mu sync.Mutex
-	m  map[string]decodedEntry
+	mu    sync.Mutex
+	m     map[string]decodedEntry
+	bytes int64 // the estimated size of the entries
+	limit int64
 }
 
-// decodeCacheSize bounds the entries (a few KiB each).
-const decodeCacheSize = 8192
+// DefaultDecodeCacheBytes is the decode cache's size when
+// Config.DecodeCacheBytes is 0.
+const DefaultDecodeCacheBytes = 32 << 20
 
 type decodedEntry struct {
-	raw []byte
-	t   *Token
+	raw  []byte
+	t    *Token
+	size int64
 }
 
-func newDecodeCache() *decodeCache { return &decodeCache{m: map[string]decodedEntry{}} }
+// entrySize estimates an entry's memory: the stored bytes, the decoded
+// token (about as large again) and the map's overhead.
+func entrySize(serial string, raw []byte) int64 {
+	return int64(2*len(raw) + 2*len(serial) + 256)
+}
+
+// newDecodeCache returns a cache of at most limit bytes (0: the default;
+// negative: nil, no cache).
+func newDecodeCache(limit int64) *decodeCache {
+	if limit < 0 {
+		return nil
+	}
+	if limit == 0 {
+		limit = DefaultDecodeCacheBytes
+	}
+	return &decodeCache{m: map[string]decodedEntry{}, limit: limit}
+}
 
 // get returns a private copy of the token decoded from raw, if cached.
 func (c *decodeCache) get(serial string, raw []byte) (*Token, bool) {
@@ -47,16 +70,25 @@ func (c *decodeCache) put(serial string, raw []byte, t *Token) {
 	if c == nil {
 		return
 	}
-	e := decodedEntry{raw: bytes.Clone(raw), t: t.Clone()}
+	e := decodedEntry{raw: bytes.Clone(raw), t: t.Clone(), size: entrySize(serial, raw)}
+	if e.size > c.limit {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[serial]; !ok && len(c.m) >= decodeCacheSize {
-		for k := range c.m { // drop an arbitrary entry
-			delete(c.m, k)
+	if old, ok := c.m[serial]; ok {
+		c.bytes -= old.size
+		delete(c.m, serial)
+	}
+	for k, old := range c.m { // drop arbitrary entries until e fits
+		if c.bytes+e.size <= c.limit {
 			break
 		}
+		c.bytes -= old.size
+		delete(c.m, k)
 	}
 	c.m[serial] = e
+	c.bytes += e.size
 }
 
 // forget drops serial (a deleted token).
@@ -65,13 +97,29 @@ func (c *decodeCache) forget(serial string) {
 		return
 	}
 	c.mu.Lock()
-	delete(c.m, serial)
+	if old, ok := c.m[serial]; ok {
+		c.bytes -= old.size
+		delete(c.m, serial)
+	}
 	c.mu.Unlock()
 }
 
 // len counts the entries (for tests).
 func (c *decodeCache) len() int {
+	if c == nil {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.m)
+}
+
+// size is the estimated size of the entries (for tests).
+func (c *decodeCache) size() int64 {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
 }

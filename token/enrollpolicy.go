@@ -9,6 +9,8 @@ import (
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/policy"
+	"github.com/authsrv/authsrv/store"
+	"github.com/authsrv/authsrv/user"
 )
 
 // Errors of the enrollment limits, as privacyIDEA words them. They are
@@ -198,4 +200,26 @@ func EnrollPolicies(ctx context.Context, pr PolicyReader, callerScope, typ strin
 // Apply sets the enrollment's options and limits on req.
 func (e Enrollment) Apply(req *InitRequest) {
 	req.Verify, req.EncryptPIN, req.Limits = e.Verify, e.EncryptPIN, e.Limits
+}
+
+// countInRealm is the number of tokens in the token realm realm, as
+// max_token_per_realm counts them: read from the counter the list indexes
+// keep (one read at any number of tokens), or counted from the realm index
+// while those are not built yet.
+func countInRealm(tx store.Tx, realm string) (int, error) {
+	realm = strings.ToLower(realm)
+	if indexesComplete(tx) {
+		return readCounter(tx.Bucket(bucketCounts), counterKey(cntRealm, realm)), nil
+	}
+	n := 0
+	err := tx.Bucket(bucketRealm).ForEach([]byte(realm+"\x00"), func(_, _ []byte) error { n++; return nil })
+	return n, err
+}
+
+// countOfOwner is the number of tokens of an owner, as max_token_per_user
+// counts them (a prefix of the owner index: a user's few tokens).
+func countOfOwner(tx store.Tx, owner *user.User) (int, error) {
+	n := 0
+	err := tx.Bucket(bucketOwner).ForEach(ownerKey(owner), func(_, _ []byte) error { n++; return nil })
+	return n, err
 }

@@ -2,12 +2,8 @@ package token
 
 import (
 	"cmp"
-	"context"
-	"path"
 	"slices"
 	"strings"
-
-	"github.com/authsrv/authsrv/store"
 )
 
 // Filter selects tokens for List. Empty fields do not restrict. Text
@@ -41,6 +37,8 @@ type Page struct {
 	Page   int
 }
 
+// wildMatch matches s against a pattern whose '*' matches any run of
+// characters, case-insensitively; "" and "*" match everything.
 func wildMatch(pattern, s string) bool {
 	if pattern == "" || pattern == "*" {
 		return true
@@ -48,17 +46,25 @@ func wildMatch(pattern, s string) bool {
 	if !strings.Contains(pattern, "*") {
 		return strings.EqualFold(pattern, s)
 	}
-	// path.Match treats '*' like our wildcard; escape the rest.
-	var b strings.Builder
-	for _, r := range pattern {
-		switch r {
-		case '?', '[', ']', '\\':
-			b.WriteRune('\\')
-		}
-		b.WriteRune(r)
+	return globMatch(strings.Split(strings.ToLower(pattern), "*"), strings.ToLower(s))
+}
+
+// globMatch matches s against the parts of a pattern split at its '*'
+// (parts has at least two elements; both are lower case).
+func globMatch(parts []string, s string) bool {
+	first, last := parts[0], parts[len(parts)-1]
+	if len(s) < len(first)+len(last) || !strings.HasPrefix(s, first) || !strings.HasSuffix(s, last) {
+		return false
 	}
-	ok, err := path.Match(strings.ToLower(b.String()), strings.ToLower(strings.ReplaceAll(s, "/", "\x00")))
-	return err == nil && ok
+	mid := s[len(first) : len(s)-len(last)]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(mid, p)
+		if i < 0 {
+			return false
+		}
+		mid = mid[i+len(p):]
+	}
+	return true
 }
 
 func listMatch(spec, s string) bool {
@@ -158,69 +164,4 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// SortColumns are the columns List sorts by.
-var SortColumns = []string{"serial", "id", "tokentype", "type", "description", "active", "failcount", "count", "maxfail", "otplen", "rollout_state"}
-
-// List returns one page of the tokens matching f, sorted by sortBy
-// (default serial; ties by serial) and desc. page is 1-based; pageSize <= 0
-// returns everything on one page.
-func (s *Service) List(ctx context.Context, f Filter, sortBy string, desc bool, page, pageSize int) (Page, error) {
-	var all []*Token
-	err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
-		all = all[:0]
-		visit := func(serial string) error {
-			t, err := s.load(tx, serial)
-			if err != nil || t == nil {
-				return err
-			}
-			if f.match(t) {
-				all = append(all, t)
-			}
-			return nil
-		}
-		// Narrow by an index when an exact owner is asked for.
-		if f.UserRealm != "" && f.Resolver != "" && f.UserID != "" {
-			prefix := []byte(strings.ToLower(f.UserRealm) + "\x00" + f.Resolver + "\x00" + f.UserID + "\x00")
-			return tx.Bucket(bucketOwner).ForEach(prefix, func(k, _ []byte) error { return visit(string(k[len(prefix):])) })
-		}
-		return tx.Bucket(bucketTokens).ForEach(nil, func(k, _ []byte) error { return visit(string(k)) })
-	})
-	if err != nil {
-		return Page{}, err
-	}
-	bySerial := func(a, b *Token) int { return cmp.Compare(a.Serial, b.Serial) }
-	less := sortKey(sortBy)
-	slices.SortStableFunc(all, func(a, b *Token) int {
-		c := 0
-		if less != nil {
-			c = less(a, b)
-		}
-		if c == 0 {
-			c = bySerial(a, b)
-		}
-		if desc {
-			return -c
-		}
-		return c
-	})
-	p := Page{Count: len(all), Page: max(page, 1)}
-	if pageSize <= 0 {
-		p.Tokens = all
-		return p, nil
-	}
-	start := (p.Page - 1) * pageSize
-	if start < len(all) {
-		p.Tokens = all[start:min(start+pageSize, len(all))]
-	} else {
-		p.Tokens = []*Token{}
-	}
-	if p.Page > 1 {
-		p.Prev = p.Page - 1
-	}
-	if start+pageSize < len(all) {
-		p.Next = p.Page + 1
-	}
-	return p, nil
 }

@@ -1,8 +1,10 @@
 package token
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -656,38 +658,82 @@ type GetSerialFilter struct {
 	Window   int // default 10
 }
 
+// getSerialWork bounds the OTP values one getserial computes: it tries at
+// most getSerialWork/window tokens (and at most the list cap).
+const getSerialWork = 200000
+
+// getSerialTypes are the types whose values getserial computes.
+var getSerialTypes = []string{"email", "hotp", "paper", "sms", "totp"}
+
 // GetSerial finds the token whose OTP value (within window values of its
 // counter) is otp. It changes nothing; it returns "" when none matches and
-// the number of tokens looked at.
+// the number of tokens looked at. The candidates (tokens of the types
+// with computable values, narrowed by f) come from the indexes; when more
+// than getSerialWork/window of them would be tried it refuses with a
+// parameter error instead.
 func (s *Service) GetSerial(ctx context.Context, otpValue string, f GetSerialFilter) (string, int, error) {
 	if f.Window <= 0 {
 		f.Window = 10
 	}
+	if err := s.ensureIndexes(ctx); err != nil {
+		return "", 0, err
+	}
+	limit := max(1, min(s.listCap, getSerialWork/f.Window))
+	lf := Filter{Types: getSerialTypes, Assigned: f.Assigned}
+	if f.Type != "" {
+		lf.Types = nil
+		for _, t := range getSerialTypes {
+			if strings.EqualFold(t, f.Type) {
+				lf.Types = []string{t}
+			}
+		}
+		if lf.Types == nil {
+			return "", 0, nil
+		}
+	}
 	var cands []*Token
 	err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
 		cands = cands[:0]
-		return tx.Bucket(bucketTokens).ForEach(nil, func(k, _ []byte) error {
-			t, err := s.load(tx, string(k))
-			if err != nil || t == nil {
+		srcs, err := sources(tx, &lf)
+		if err != nil {
+			return err
+		}
+		src, c := plan(tx, srcs, lf, s.listCap)
+		var serials []string
+		sub := []byte(f.Serial)
+		it := src.open(false)
+		for serial, ok := it.next(); ok; serial, ok = it.next() {
+			if len(sub) > 0 && !bytes.Contains(serial, sub) {
+				continue
+			}
+			pass, err := c.ok(serial)
+			if err != nil {
 				return err
 			}
-			switch {
-			case f.Type != "" && !strings.EqualFold(t.Type, f.Type),
-				f.Serial != "" && !strings.Contains(t.Serial, f.Serial),
-				f.Assigned != nil && t.Assigned() != *f.Assigned:
-				return nil
+			if !pass {
+				continue
 			}
-			cands = append(cands, t)
-			return nil
-		})
+			if len(serials) == limit {
+				return apierr.New(apierr.Parameter, fmt.Sprintf(
+					"[ParameterError] getserial would try more than %d tokens with a window of %d: narrow it with type, serial, assigned or unassigned, or a smaller window", limit, f.Window))
+			}
+			serials = append(serials, string(serial))
+		}
+		for _, serial := range serials {
+			t, err := loadUncached(tx, serial)
+			if err != nil {
+				return err
+			}
+			if t != nil {
+				cands = append(cands, t)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return "", 0, err
 	}
 	for _, t := range cands {
-		if t.Type != "hotp" && t.Type != "totp" && t.Type != "paper" && t.Type != "email" && t.Type != "sms" {
-			continue
-		}
 		probe := t.Clone()
 		probe.CountWindow = f.Window
 		m, err := s.Verify(ctx, probe, otpValue, nil, nil)

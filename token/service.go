@@ -10,6 +10,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/authsrv/authsrv/apierr"
@@ -140,6 +142,9 @@ type Config struct {
 	Settings Settings
 	Now      func() time.Time
 	Rand     io.Reader
+	// DecodeCacheBytes bounds the memory of the cache of decoded token
+	// records that authentications read (0: 32 MiB; negative: no cache).
+	DecodeCacheBytes int64
 }
 
 // Service manages tokens.
@@ -149,6 +154,13 @@ type Service struct {
 	// decoded is this Service's cache of decoded token records (load,
 	// save and remove are its methods).
 	decoded *decodeCache
+	// buildMu serialises BuildIndexes; indexed: the list indexes were
+	// seen complete.
+	buildMu sync.Mutex
+	indexed atomic.Bool
+	// listCap bounds the records one list decodes (and the candidates a
+	// sort by a changing column or getserial considers).
+	listCap int
 }
 
 // New returns the service.
@@ -162,7 +174,7 @@ func New(cfg Config) *Service {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
-	return &Service{cfg: cfg, set: cfg.Settings.withDefaults(), decoded: newDecodeCache()}
+	return &Service{cfg: cfg, set: cfg.Settings.withDefaults(), decoded: newDecodeCache(cfg.DecodeCacheBytes), listCap: DefaultListCap}
 }
 
 // Types returns the type registry.
@@ -261,6 +273,25 @@ func (s *Service) load(tx store.Tx, serial string) (*Token, error) {
 	if t, ok := cache.get(serial, raw); ok {
 		return t, nil
 	}
+	t, err := decodeRecord(serial, raw)
+	if err != nil {
+		return nil, err
+	}
+	cache.put(serial, raw, t)
+	return t, nil
+}
+
+// loadUncached reads a token without the decode cache: lists and scans
+// neither use nor evict what authentications keep there.
+func loadUncached(tx store.Tx, serial string) (*Token, error) {
+	raw := tx.Bucket(bucketTokens).Get([]byte(serial))
+	if raw == nil {
+		return nil, nil
+	}
+	return decodeRecord(serial, raw)
+}
+
+func decodeRecord(serial string, raw []byte) (*Token, error) {
 	var r record
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, fmt.Errorf("token: decode %s: %w", serial, err)
@@ -268,7 +299,6 @@ func (s *Service) load(tx store.Tx, serial string) (*Token, error) {
 	if r.Info == nil {
 		r.Info = map[string]string{}
 	}
-	cache.put(serial, raw, &r.Token)
 	return &r.Token, nil
 }
 
@@ -293,7 +323,29 @@ func indexKeys(t *Token) map[string][][]byte {
 // token).
 func (s *Service) save(tx store.Tx, old, t *Token) error {
 	// Only the index entries that differ are touched: a counter update
-	// (the common write) leaves the owner, realm and type as they were.
+	// (the common write) leaves every indexed field as it was and writes
+	// the record only.
+	if old == nil || !sameListAttrs(old, t) {
+		if err := s.saveIndexes(tx, old, t); err != nil {
+			return err
+		}
+	}
+	raw, err := json.Marshal(record{store.Versioned{Schema: schema}, *t})
+	if err != nil {
+		return fmt.Errorf("token: encode %s: %w", t.Serial, err)
+	}
+	if err := tx.Bucket(bucketTokens).Put([]byte(t.Serial), raw); err != nil {
+		return err
+	}
+	s.decoded.put(t.Serial, raw, t)
+	return nil
+}
+
+// saveIndexes moves t's index entries from old (nil for a new token).
+func (s *Service) saveIndexes(tx store.Tx, old, t *Token) error {
+	if err := saveListIndexes(tx, old, t); err != nil {
+		return err
+	}
 	var oldKeys map[string][][]byte
 	if old != nil {
 		oldKeys = indexKeys(old)
@@ -319,18 +371,13 @@ func (s *Service) save(tx store.Tx, old, t *Token) error {
 			}
 		}
 	}
-	raw, err := json.Marshal(record{store.Versioned{Schema: schema}, *t})
-	if err != nil {
-		return fmt.Errorf("token: encode %s: %w", t.Serial, err)
-	}
-	if err := tx.Bucket(bucketTokens).Put([]byte(t.Serial), raw); err != nil {
-		return err
-	}
-	s.decoded.put(t.Serial, raw, t)
 	return nil
 }
 
 func (s *Service) remove(tx store.Tx, t *Token) error {
+	if err := saveListIndexes(tx, t, nil); err != nil {
+		return err
+	}
 	for b, keys := range indexKeys(t) {
 		for _, k := range keys {
 			if err := tx.Bucket(b).Delete(k); err != nil {
@@ -424,8 +471,12 @@ func RealmHasOwners(tx store.Tx, realm string) (bool, error) {
 	return found, err
 }
 
-// countType returns the number of tokens of a type.
+// countType returns the number of tokens of a type: from the counters of
+// the list indexes, or by counting where they are not built yet.
 func countType(tx store.Tx, typ string) (int, error) {
+	if indexesComplete(tx) {
+		return readCounter(tx.Bucket(bucketCounts), counterKey(cntType, typ)), nil
+	}
 	n := 0
 	err := tx.Bucket(bucketType).ForEach([]byte(typ+"\x00"), func(_, _ []byte) error { n++; return nil })
 	return n, err

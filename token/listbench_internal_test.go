@@ -1,0 +1,89 @@
+package token
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/authsrv/authsrv/store"
+	"github.com/authsrv/authsrv/store/bolt"
+	"github.com/authsrv/authsrv/user"
+)
+
+// BenchmarkList lists from 100k HOTP tokens (AUTHSRV_LIST_TOKENS
+// overrides), each owned by its own user of one realm and in that token
+// realm (the shape of issue 17), written straight through save in large
+// transactions.
+func BenchmarkList(b *testing.B) {
+	n := 100_000
+	if v, err := strconv.Atoi(os.Getenv("AUTHSRV_LIST_TOKENS")); err == nil && v >= 10_000 {
+		n = v / 10_000 * 10_000
+	}
+	path := filepath.Join(b.TempDir(), "list.db")
+	db, err := bolt.Open(path, bolt.Options{Timeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	s := New(Config{Store: db})
+	serials := make([]string, 0, n)
+	for i := 0; i < n; i += 10_000 {
+		if err := db.Update(b.Context(), func(tx store.Tx) error {
+			for j := i; j < i+10_000; j++ {
+				serial := fmt.Sprintf("OATH%08X", uint32(j)*2654435761) // distinct
+				t := &Token{ID: uint64(j + 1), Serial: serial, Type: "hotp", Active: true, OTPLen: 6, MaxFail: 10, CountWindow: 10,
+					Description: fmt.Sprintf("token %d", j), Realms: []string{"bench"}, Info: map[string]string{"hashlib": "sha1", "tokenkind": "software"},
+					Owner:  &user.User{Realm: "bench", Resolver: "passwd", UID: fmt.Sprint(j), Login: fmt.Sprintf("user%d", j)},
+					Sealed: map[string][]byte{"otpkey": make([]byte, 60)}}
+				if err := s.save(tx, nil, t); err != nil {
+					return err
+				}
+				serials = append(serials, serial)
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.decoded = newDecodeCache(0)
+	probe := serials[n/2]
+	for _, q := range []struct {
+		name   string
+		f      Filter
+		sort   string
+		page   int
+		expect int // the count, -1: any
+	}{
+		{"page1", Filter{}, "", 1, n},
+		{"page-last", Filter{}, "", n / 15, n},
+		{"page-middle", Filter{}, "", n / 30, n},
+		{"serial-wild", Filter{Serial: "*abc*"}, "", 1, -1},
+		{"serial-exact", Filter{Serial: probe}, "", 1, 1},
+		{"realm", Filter{UserRealm: "bench"}, "", 1, n},
+		{"tokenrealm", Filter{TokenRealm: "bench"}, "", 1, n},
+		{"user", Filter{UserRealm: "bench", Resolver: "passwd", UserID: "4242"}, "", 1, 1},
+		{"realm-type", Filter{UserRealm: "bench", Type: "hotp"}, "", 1, n},
+		{"visible", Filter{Visible: []string{"bench"}}, "", 1, n},
+		{"sort-description", Filter{}, "description", 1, n},
+		{"sort-count-user", Filter{UserRealm: "bench", Resolver: "passwd", UserID: "4242"}, "count", 1, 1},
+	} {
+		b.Run(q.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				p, err := s.List(b.Context(), q.f, q.sort, false, q.page, 15)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if q.expect >= 0 && p.Count != q.expect {
+					b.Fatalf("count %d, want %d", p.Count, q.expect)
+				}
+			}
+			if s.decoded.len() != 0 {
+				b.Fatal("a list used the decode cache")
+			}
+		})
+	}
+}
