@@ -387,15 +387,16 @@ func WithOpenTimeout(d time.Duration) Option {
 
 // DefaultStoreResidentLimit bounds the data file's pages kept mapped in the
 // process (WithStoreResidentLimit).
-const DefaultStoreResidentLimit = 128 << 20
+const DefaultStoreResidentLimit = 64 << 20
 
 // WithStoreResidentLimit bounds how much of the data directory's store
 // file stays mapped in the process's resident memory: the file is mapped,
 // and every page a lookup or a list touches would otherwise stay resident,
 // so that at a million tokens the resident set grows to the file's size.
-// Past the limit the pages are unmapped (about once a second); they stay
+// Past the limit the pages are unmapped; they stay
 // in the operating system's page cache, and the next access maps them
-// again. 0 turns the bound off. Linux only; elsewhere it has no effect. It
+// again. The process's file-backed memory is checked ten times a second.
+// 0 turns the bound off. Linux only; elsewhere it has no effect. It
 // applies to the store the server opens itself, not to one given with
 // WithStore.
 func WithStoreResidentLimit(bytes int64) Option {

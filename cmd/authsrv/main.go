@@ -253,15 +253,17 @@ func (e *env) parse(fs *flag.FlagSet, args []string) error {
 	return errors.Join(errs...)
 }
 
-// defaultGCPercent is the serve command's GOGC. A PIN or password check
-// allocates Argon2id's 19 MiB anew for every hash; at Go's default of 100
-// the collector runs every two or three hashes, its stop-the-world phases
-// wait for hashes in assembly to reach a safe point, and the runtime gives
-// the freed memory back to the kernel only to fault it in again. Measured
-// with authbench on two cores, 32 clients: PIN checks at 86 % of what
-// Argon2id alone allows at 100, 96 % at 400; peak RSS 138 → 244 MiB (the
-// KDF memory budget, 512 MiB by default, bounds it either way).
-const defaultGCPercent = 400
+// defaultGCPercent is the serve command's GOGC: Go's own default, with the
+// memory limit (-memory-limit) bounding the heap. A PIN or password check
+// allocates Argon2id's 19 MiB anew for every hash; at 100 the collector
+// runs every two or three hashes. Measured with authbench on two cores, 32
+// clients: PIN checks at 86 % of what Argon2id alone allows at 100, 96 % at
+// 400. But 400 lets the heap grow to five times the live data under any
+// load: at a million tokens and users (live heap ~100 MiB: the passwd
+// index, the decode and user caches) validate load took the anonymous RSS
+// to 645 MiB (authbench scale). A site whose load is mostly PIN hashes may
+// set -gc-percent 400; the KDF budget bounds the hashes either way.
+const defaultGCPercent = 100
 
 // gcSetting is the GOGC to set: the flag's value when it was given (on
 // the command line or as AUTHSRV_GC_PERCENT), else the default unless the

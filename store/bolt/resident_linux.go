@@ -46,6 +46,25 @@ func residentBytes(addr uintptr, _ int64) (int64, error) {
 	return 0, fmt.Errorf("smaps: no mapping at %#x", addr)
 }
 
+// sharedBytes is the process's resident file-backed and shared memory
+// (the third field of /proc/self/statm): a cheap count, kept by the kernel,
+// that the periodic check reads before it looks at the store's mapping.
+func sharedBytes() (int64, error) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return 0, fmt.Errorf("statm: %q", b)
+	}
+	n, err := strconv.ParseInt(f[2], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("statm: %q: %w", b, err)
+	}
+	return n * int64(os.Getpagesize()), nil
+}
+
 // dropResident unmaps the pages of [addr, addr+size) from the process. The
 // map is read-only and shared, so nothing is lost: the pages stay in the
 // page cache and the next access maps them again.
