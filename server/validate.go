@@ -76,7 +76,13 @@ func (c *call) validateRequest(needPass bool) (validate.Request, error) {
 		}
 		r.Pass = str("pass")
 	}
-	r.Policies = c.snap
+	// The snapshot the validator decides with is the one the envelope's
+	// hardening reads afterwards: one store read per request. When it
+	// cannot be taken here the validator takes it and fails inside its
+	// audited path.
+	if sn, err := c.policySnapshot(); err == nil {
+		r.Policies = sn
+	}
 	r.PriorPolicies = c.policies
 	r.Options = c.tokenParams()
 	delete(r.Options, "pass")
