@@ -15,8 +15,8 @@ import (
 func (c *call) tokenParams() token.Params {
 	cfg, _ := c.configParams()
 	out := token.Params(cfg)
-	for _, k := range c.p.keys() {
-		switch raw, _ := c.p.raw(k); raw.(type) {
+	for k, raw := range c.p.values {
+		switch raw.(type) {
 		case nil:
 			delete(out, k)
 		case []any:
