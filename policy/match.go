@@ -201,7 +201,20 @@ type Query struct {
 	SkipConditions bool
 }
 
-var agentRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+`)
+// agentName is the leading run of letters, digits, '_' and '-' of a
+// User-Agent header (the name policies' user agent lists hold), lower
+// case.
+func agentName(ua string) string {
+	n := 0
+	for n < len(ua) {
+		c := ua[n]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			break
+		}
+		n++
+	}
+	return strings.ToLower(ua[:n])
+}
 
 // Match returns the active policies matching q, by priority.
 func (s *Service) Match(ctx context.Context, q Query) ([]Policy, error) {
@@ -227,7 +240,7 @@ func (s *Service) matchCompiled(ctx context.Context, q Query) ([]*compiled, erro
 // matchSet is matchCompiled on an already loaded set (Snapshot uses it to
 // match without a store read).
 func (s *Service) matchSet(ctx context.Context, set *compiledSet, q Query) ([]*compiled, error) {
-	agent := strings.ToLower(agentRe.FindString(q.UserAgent))
+	agent := agentName(q.UserAgent)
 	now := s.cfg.Now()
 	var data *ConditionData
 	var out []*compiled
