@@ -93,6 +93,20 @@ type compiledSet struct {
 	rev    uint64
 	all    []*compiled
 	active map[string]int // scope -> active policies
+	// authn and authz are whether the two scopes every authentication
+	// asks about, many times, have an active policy.
+	authn, authz bool
+}
+
+// isActive reports whether any active policy exists in scope.
+func (set *compiledSet) isActive(scope string) bool {
+	switch scope {
+	case ScopeAuthentication:
+		return set.authn
+	case ScopeAuthorization:
+		return set.authz
+	}
+	return set.active[scope] > 0
 }
 
 // compile prepares the policies of a revision.
@@ -128,6 +142,7 @@ func compile(rev uint64, ps []Policy) *compiledSet {
 			set.active[p.Scope]++
 		}
 	}
+	set.authn, set.authz = set.active[ScopeAuthentication] > 0, set.active[ScopeAuthorization] > 0
 	slices.SortStableFunc(set.all, func(a, b *compiled) int {
 		if a.p.Priority != b.p.Priority {
 			return a.p.Priority - b.p.Priority
@@ -325,7 +340,7 @@ func (s *Service) ActiveInScope(ctx context.Context, scope string) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	return set.active[scope] > 0, nil
+	return set.isActive(scope), nil
 }
 
 // Allowed is the permission gate for admin and user rights: allowed when a
