@@ -93,6 +93,20 @@ type compiledSet struct {
 	rev    uint64
 	all    []*compiled
 	active map[string]int // scope -> active policies
+	// authn and authz are whether the two scopes every authentication
+	// asks about, many times, have an active policy.
+	authn, authz bool
+}
+
+// isActive reports whether any active policy exists in scope.
+func (set *compiledSet) isActive(scope string) bool {
+	switch scope {
+	case ScopeAuthentication:
+		return set.authn
+	case ScopeAuthorization:
+		return set.authz
+	}
+	return set.active[scope] > 0
 }
 
 // compile prepares the policies of a revision.
@@ -128,6 +142,7 @@ func compile(rev uint64, ps []Policy) *compiledSet {
 			set.active[p.Scope]++
 		}
 	}
+	set.authn, set.authz = set.active[ScopeAuthentication] > 0, set.active[ScopeAuthorization] > 0
 	slices.SortStableFunc(set.all, func(a, b *compiled) int {
 		if a.p.Priority != b.p.Priority {
 			return a.p.Priority - b.p.Priority
@@ -201,7 +216,20 @@ type Query struct {
 	SkipConditions bool
 }
 
-var agentRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+`)
+// agentName is the leading run of letters, digits, '_' and '-' of a
+// User-Agent header (the name policies' user agent lists hold), lower
+// case.
+func agentName(ua string) string {
+	n := 0
+	for n < len(ua) {
+		c := ua[n]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			break
+		}
+		n++
+	}
+	return strings.ToLower(ua[:n])
+}
 
 // Match returns the active policies matching q, by priority.
 func (s *Service) Match(ctx context.Context, q Query) ([]Policy, error) {
@@ -227,7 +255,7 @@ func (s *Service) matchCompiled(ctx context.Context, q Query) ([]*compiled, erro
 // matchSet is matchCompiled on an already loaded set (Snapshot uses it to
 // match without a store read).
 func (s *Service) matchSet(ctx context.Context, set *compiledSet, q Query) ([]*compiled, error) {
-	agent := strings.ToLower(agentRe.FindString(q.UserAgent))
+	agent := agentName(q.UserAgent)
 	now := s.cfg.Now()
 	var data *ConditionData
 	var out []*compiled
@@ -312,7 +340,7 @@ func (s *Service) ActiveInScope(ctx context.Context, scope string) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	return set.active[scope] > 0, nil
+	return set.isActive(scope), nil
 }
 
 // Allowed is the permission gate for admin and user rights: allowed when a

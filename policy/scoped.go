@@ -23,8 +23,11 @@ func (s *Service) Snapshot(ctx context.Context) (*Snapshot, error) {
 	return &Snapshot{s: s, set: set}, nil
 }
 
+// Revision is the configuration revision the snapshot was read at.
+func (sn *Snapshot) Revision() uint64 { return sn.set.rev }
+
 // Active reports whether any active policy exists in scope.
-func (sn *Snapshot) Active(scope string) bool { return sn.set.active[scope] > 0 }
+func (sn *Snapshot) Active(scope string) bool { return sn.set.isActive(scope) }
 
 // Scoped returns the active policies of q.Scope that match q's user,
 // realm, resolver, client, user agent, node and time, whatever their

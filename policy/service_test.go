@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -292,6 +293,18 @@ func BenchmarkMatch1000(b *testing.B) {
 		ps, err := s.Match(context.Background(), q)
 		if err != nil || len(ps) != 250 {
 			b.Fatalf("%d %v", len(ps), err)
+		}
+	}
+}
+
+// TestAgentName: the user agent's name is its leading run of letters,
+// digits, '_' and '-', lower case, as the pattern ^[a-zA-Z0-9_-]+ finds it.
+func TestAgentName(t *testing.T) {
+	re := regexp.MustCompile(`^[a-zA-Z0-9_-]+`)
+	for _, ua := range []string{"", "privacyIDEA-LDAP-Proxy/1.0", "PAM", "Go-http-client/1.1", "simpleSAMLphp", "/x", " pam",
+		"Keycloak_Agent 2", "ünï", "a-b_c9Z!rest", "Mozilla/5.0 (X11)"} {
+		if got, want := policy.AgentName(ua), strings.ToLower(re.FindString(ua)); got != want {
+			t.Errorf("agentName(%q) = %q, want %q", ua, got, want)
 		}
 	}
 }

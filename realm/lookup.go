@@ -27,7 +27,7 @@ func (s *Service) Resolve(ctx context.Context, login, realm string) (user.User, 
 		}
 		realm = def
 	}
-	r, _, err := s.Get(ctx, realm)
+	r, _, err := s.get(ctx, realm)
 	if err != nil {
 		return user.User{Login: login, Realm: Normalize(realm)}, nil, err
 	}

@@ -240,6 +240,24 @@ func (s *Service) SetNode(ctx context.Context, name, node string, entries []Entr
 
 // Get returns a realm and whether it is the default.
 func (s *Service) Get(ctx context.Context, name string) (Realm, bool, error) {
+	r, isDefault, err := s.get(ctx, name)
+	r.Resolvers = slices.Clone(r.Resolvers)
+	return r, isDefault, err
+}
+
+// get is Get without the copy of the resolver list: the caller only
+// reads it. A context pinned to a configuration revision
+// (store.WithRevision) is answered from the cache of that revision
+// without a store read.
+func (s *Service) get(ctx context.Context, name string) (Realm, bool, error) {
+	if rev, ok := store.RevisionFrom(ctx); ok {
+		if c, ok := s.cache.GetAt(rev, Normalize(name)); ok {
+			if !c.found {
+				return c.r, c.isDefault, ErrNotFound
+			}
+			return c.r, c.isDefault, nil
+		}
+	}
 	var r Realm
 	var isDefault, found bool
 	err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
@@ -260,7 +278,6 @@ func (s *Service) Get(ctx context.Context, name string) (Realm, bool, error) {
 	if err == nil && !found {
 		err = ErrNotFound
 	}
-	r.Resolvers = slices.Clone(r.Resolvers)
 	return r, isDefault, err
 }
 

@@ -269,3 +269,71 @@ func TestDeleteWithAttributesAndTokens(t *testing.T) {
 		t.Error("superuser realms")
 	}
 }
+
+// TestPinnedRevision: a context pinned to the configuration revision a
+// request read (store.WithRevision) is answered from the realm cache of
+// that revision without a store read; once a lookup has read a newer
+// revision, the old cache is gone and a lookup pinned to any revision
+// reads the current realm.
+func TestPinnedRevision(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	e.mem(t, "r1", "alice")
+	e.mem(t, "r2", "bob")
+	if _, _, err := e.realms.Set(ctx, "corp", []realm.Entry{{Name: "r1"}}); err != nil {
+		t.Fatal(err)
+	}
+	rev := func() uint64 {
+		var n uint64
+		if err := e.st.View(ctx, func(tx store.Tx) error { n = store.ConfigRevision(tx); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	old := rev()
+	pinned := store.WithRevision(ctx, old)
+	if got, ok := store.RevisionFrom(pinned); !ok || got != old {
+		t.Fatalf("RevisionFrom = %d, %v", got, ok)
+	}
+	u, _, err := e.realms.Resolve(pinned, "alice", "corp")
+	if err != nil || u.Resolver != "r1" {
+		t.Fatalf("Resolve = %+v, %v", u, err)
+	}
+	if _, _, err := e.realms.Resolve(pinned, "alice", "nosuch"); !errors.Is(err, realm.ErrNotFound) {
+		t.Fatalf("unknown realm: %v", err)
+	}
+
+	if _, _, err := e.realms.Set(ctx, "corp", []realm.Entry{{Name: "r2"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Until the cache moves on, a request pinned to the old revision sees
+	// the realm as its policies did.
+	if u, _, err := e.realms.Resolve(pinned, "alice", "corp"); err != nil || u.Resolver != "r1" {
+		t.Fatalf("pinned to the old revision: Resolve = %+v, %v", u, err)
+	}
+	for _, c := range []context.Context{store.WithRevision(ctx, rev()), ctx, pinned} {
+		if u, _, err := e.realms.Resolve(c, "bob", "corp"); err != nil || u.Resolver != "r2" {
+			t.Fatalf("after the change: Resolve = %+v, %v", u, err)
+		}
+		if _, _, err := e.realms.Resolve(c, "alice", "corp"); !errors.Is(err, realm.ErrNoUser) {
+			t.Fatalf("after the change alice: %v", err)
+		}
+	}
+
+	// Cached at the current revision: the pinned lookup reads nothing
+	// (the closed store would fail it), the unpinned one reads the store.
+	cur := store.WithRevision(ctx, rev())
+	if _, _, err := e.realms.Get(cur, "corp"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := e.realms.Get(cur, "corp")
+	if err != nil || len(r.Resolvers) != 1 || r.Resolvers[0].Name != "r2" {
+		t.Fatalf("pinned Get on a closed store = %+v, %v", r, err)
+	}
+	if _, _, err := e.realms.Get(ctx, "corp"); err == nil {
+		t.Fatal("unpinned Get read no store")
+	}
+}

@@ -50,6 +50,13 @@ const (
 	jsonType    = "application/json"
 )
 
+// The header values every JSON answer carries, shared: net/http only
+// reads them.
+var (
+	jsonTypeHeader = []string{jsonType}
+	noCacheHeader  = []string{"no-cache"}
+)
+
 // answer is what a handler produced.
 type answer struct {
 	value  any
@@ -118,18 +125,44 @@ func truthy(v any) bool {
 
 // writeJSON writes v with the headers every answer carries.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+	bp := envBufs.Get().(*[]byte)
+	buf := bytes.NewBuffer((*bp)[:0])
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
 		status = http.StatusInternalServerError
 		buf.Reset()
 		buf.WriteString(`{"id":1,"jsonrpc":"2.0","result":{"status":false,"error":{"code":903,"message":"ERR903: Internal server error."}}}`)
 	}
+	*bp = buf.Bytes()
+	writeBody(w, status, bp)
+}
+
+// writeEnvelope writes env, without reflection when appendEnvelope knows
+// all its values.
+func writeEnvelope(w http.ResponseWriter, status int, env *envelope) {
+	bp := envBufs.Get().(*[]byte)
+	b, ok := appendEnvelope((*bp)[:0], env)
+	if !ok {
+		envBufs.Put(bp)
+		writeJSON(w, status, *env)
+		return
+	}
+	*bp = b
+	writeBody(w, status, bp)
+}
+
+// writeBody writes the encoded answer *bp with the headers every answer
+// carries, and recycles the buffer.
+func writeBody(w http.ResponseWriter, status int, bp *[]byte) {
 	h := w.Header()
-	h.Set("Content-Type", jsonType)
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h["Content-Type"] = jsonTypeHeader
+	h["Cache-Control"] = noCacheHeader
+	h["Content-Length"] = []string{strconv.Itoa(len(*bp))}
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(*bp)
+	if cap(*bp) <= maxPooledBuf {
+		*bp = (*bp)[:0]
+		envBufs.Put(bp)
+	}
 }
 
 func unixTime(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }
@@ -156,7 +189,7 @@ func (a *api) writeAnswerAs(w http.ResponseWriter, ans answer, h hardening) {
 		ans.detail["threadid"] = a.seq.Add(1)
 		env.Detail = ans.detail
 	}
-	writeJSON(w, http.StatusOK, env)
+	writeEnvelope(w, http.StatusOK, &env)
 }
 
 // writeError maps err through apierr and writes the error envelope. An
@@ -221,5 +254,5 @@ func (a *api) writeErrorAs(w http.ResponseWriter, r *http.Request, err error, h 
 	if h.authStatus && clientError(status) {
 		status = http.StatusUnauthorized
 	}
-	writeJSON(w, status, env)
+	writeEnvelope(w, status, &env)
 }

@@ -656,7 +656,12 @@ func (p *params) list(key string) ([]string, error) {
 
 // keys returns the parameter names, sorted.
 func (p *params) keys() []string {
-	return slices.Sorted(maps.Keys(p.values))
+	keys := make([]string, 0, len(p.values))
+	for k := range p.values {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // prefixed returns the parameters whose names start with prefix, keyed by

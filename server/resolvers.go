@@ -22,24 +22,38 @@ next:
 			}
 		}
 		raw, _ := c.p.raw(k)
-		switch v := raw.(type) {
-		case string:
-			out[k] = v
-		case json.Number:
-			out[k] = v.String()
-		case bool:
-			out[k] = map[bool]string{true: "True", false: "False"}[v]
-		case nil:
-			out[k] = ""
-		default:
-			b, err := json.Marshal(v)
-			if err != nil {
-				return nil, apierr.New(apierr.Parameter, "parameter "+k+" cannot be read")
-			}
-			out[k] = string(b)
+		v, err := configString(k, raw)
+		if err != nil {
+			return nil, err
 		}
+		out[k] = v
 	}
 	return out, nil
+}
+
+// configString is one parameter as configParams gives it: strings as
+// they are, JSON numbers as their text, booleans as Python writes them,
+// null as "", other JSON values as JSON.
+func configString(k string, raw any) (string, error) {
+	switch v := raw.(type) {
+	case string:
+		return v, nil
+	case json.Number:
+		return v.String(), nil
+	case bool:
+		if v {
+			return "True", nil
+		}
+		return "False", nil
+	case nil:
+		return "", nil
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return "", apierr.New(apierr.Parameter, "parameter "+k+" cannot be read")
+		}
+		return string(b), nil
+	}
 }
 
 func resolverJSON(d resolver.Def) map[string]any {

@@ -11,19 +11,26 @@ import (
 
 // tokenParams are the request parameters as strings for the token
 // package: as configParams, but JSON lists become comma lists and null
-// values are left out.
+// values are left out. One pass over the parameters, in no order: every
+// parameter gives its own entry.
 func (c *call) tokenParams() token.Params {
-	cfg, _ := c.configParams()
-	out := token.Params(cfg)
-	for _, k := range c.p.keys() {
-		switch raw, _ := c.p.raw(k); raw.(type) {
+	out := make(token.Params, len(c.p.values))
+	for k, raw := range c.p.values {
+		switch raw.(type) {
 		case nil:
-			delete(out, k)
+			continue
 		case []any:
 			if l, err := c.p.list(k); err == nil {
 				out[k] = strings.Join(l, ",")
+				continue
 			}
 		}
+		v, err := configString(k, raw)
+		if err != nil {
+			// As configParams' error left no parameters at all.
+			return nil
+		}
+		out[k] = v
 	}
 	return out
 }

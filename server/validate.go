@@ -60,9 +60,11 @@ func (c *call) validateRequest(needPass bool) (validate.Request, error) {
 	r.OTPOnly = c.p.has("otponly")
 	r.CancelEnrollment = token.IsTrue(str("cancel_enrollment"))
 	r.RaiseSendError = str("exception") == "1"
-	for _, k := range c.p.keys() {
-		if _, isStr := c.p.values[k].(string); !isStr {
-			if k == "pass" || k == "user" || k == "serial" || k == "realm" {
+	// In the order of the sorted parameter names, as the first of them
+	// that is not a string is the one named.
+	for _, k := range [...]string{"pass", "realm", "serial", "user"} {
+		if v, ok := c.p.values[k]; ok {
+			if _, isStr := v.(string); !isStr {
 				return r, apierr.New(apierr.Parameter, "The parameter "+k+" must be a string.")
 			}
 		}
@@ -76,7 +78,13 @@ func (c *call) validateRequest(needPass bool) (validate.Request, error) {
 		}
 		r.Pass = str("pass")
 	}
-	r.Policies = c.snap
+	// The snapshot the validator decides with is the one the envelope's
+	// hardening reads afterwards: one store read per request. When it
+	// cannot be taken here the validator takes it and fails inside its
+	// audited path.
+	if sn, err := c.policySnapshot(); err == nil {
+		r.Policies = sn
+	}
 	r.PriorPolicies = c.policies
 	r.Options = c.tokenParams()
 	delete(r.Options, "pass")

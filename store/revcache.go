@@ -1,6 +1,9 @@
 package store
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // RevCache keeps values decoded from configuration records for as long as
 // the configuration revision (ConfigRevision) stays the same: every
@@ -42,4 +45,35 @@ func (c *RevCache[V]) PutAt(rev uint64, key string, v V) {
 		return
 	}
 	c.m[key] = v
+}
+
+// GetAt returns the value cached for key when the cache holds revision
+// rev; it reads nothing from the store.
+func (c *RevCache[V]) GetAt(rev uint64, key string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || c.rev != rev {
+		var zero V
+		return zero, false
+	}
+	v, ok := c.m[key]
+	return v, ok
+}
+
+type revisionKey struct{}
+
+// WithRevision returns ctx pinned to configuration revision rev: the
+// revision a request has already read (with its policies) and decides
+// with. Lookups through a RevCache may then answer from values cached at
+// that same revision without a store read of their own (GetAt); a cache
+// that has moved on to another revision answers nothing and the lookup
+// reads the store as usual.
+func WithRevision(ctx context.Context, rev uint64) context.Context {
+	return context.WithValue(ctx, revisionKey{}, rev)
+}
+
+// RevisionFrom returns the revision ctx is pinned to (WithRevision).
+func RevisionFrom(ctx context.Context) (uint64, bool) {
+	rev, ok := ctx.Value(revisionKey{}).(uint64)
+	return rev, ok
 }

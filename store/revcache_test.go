@@ -69,3 +69,25 @@ func TestRevCache(t *testing.T) {
 		}
 	})
 }
+
+func TestRevCacheGetAt(t *testing.T) {
+	var c store.RevCache[string]
+	if _, ok := c.GetAt(0, "a"); ok {
+		t.Error("empty cache hit")
+	}
+	c.PutAt(3, "a", "three")
+	if v, ok := c.GetAt(3, "a"); !ok || v != "three" {
+		t.Errorf("GetAt(3) = %q, %v", v, ok)
+	}
+	for _, rev := range []uint64{2, 4} {
+		if _, ok := c.GetAt(rev, "a"); ok {
+			t.Errorf("GetAt(%d) hit a cache of revision 3", rev)
+		}
+	}
+	if _, ok := store.RevisionFrom(t.Context()); ok {
+		t.Error("an unpinned context has a revision")
+	}
+	if rev, ok := store.RevisionFrom(store.WithRevision(t.Context(), 7)); !ok || rev != 7 {
+		t.Errorf("RevisionFrom = %d, %v", rev, ok)
+	}
+}

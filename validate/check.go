@@ -6,6 +6,7 @@ import (
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/policy"
+	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/token"
 )
 
@@ -90,6 +91,12 @@ func (v *Validator) start(ctx context.Context, r Request, a *auditor) (*req, err
 	q, err := v.newReq(ctx, r, a)
 	if err != nil {
 		return nil, err
+	}
+	if q.pol.snap != nil {
+		// The realm lookups of the resolution answer from the
+		// configuration of the request's policy snapshot when it is
+		// cached, without a store read of their own.
+		ctx = store.WithRevision(ctx, q.pol.snap.Revision())
 	}
 	if a.event == EventCheck {
 		if err := q.pol.requireAPIKey(ctx, v.cfg.Realms, &q.r); err != nil {

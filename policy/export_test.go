@@ -1,0 +1,4 @@
+package policy
+
+// AgentName exposes agentName to the tests.
+var AgentName = agentName
