@@ -223,7 +223,7 @@ func WithTokenSettings(set token.Settings) Option {
 
 // WithTokenDecodeCache bounds the memory (bytes) of the cache of decoded
 // token records that authentications read (default
-// token.DefaultDecodeCacheBytes, 32 MiB; negative: no cache).
+// token.DefaultDecodeCacheBytes, 16 MiB; negative: no cache).
 func WithTokenDecodeCache(bytes int64) Option {
 	return func(c *config) error {
 		c.tokenCache = bytes
@@ -387,7 +387,7 @@ func WithOpenTimeout(d time.Duration) Option {
 
 // DefaultStoreResidentLimit bounds the data file's pages kept mapped in the
 // process (WithStoreResidentLimit).
-const DefaultStoreResidentLimit = 64 << 20
+const DefaultStoreResidentLimit = 32 << 20
 
 // WithStoreResidentLimit bounds how much of the data directory's store
 // file stays mapped in the process's resident memory: the file is mapped,

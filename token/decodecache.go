@@ -25,7 +25,7 @@ type decodeCache struct {
 
 // DefaultDecodeCacheBytes is the decode cache's size when
 // Config.DecodeCacheBytes is 0.
-const DefaultDecodeCacheBytes = 32 << 20
+const DefaultDecodeCacheBytes = 16 << 20
 
 type decodedEntry struct {
 	raw  []byte

@@ -143,7 +143,7 @@ type Config struct {
 	Now      func() time.Time
 	Rand     io.Reader
 	// DecodeCacheBytes bounds the memory of the cache of decoded token
-	// records that authentications read (0: 32 MiB; negative: no cache).
+	// records that authentications read (0: DefaultDecodeCacheBytes, 16 MiB; negative: no cache).
 	DecodeCacheBytes int64
 }
 

@@ -169,7 +169,7 @@ func TestResidentLimitFlag(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	var r residentLimit
 	r.register(fs)
-	if r.bytes != 64<<20 {
+	if r.bytes != 32<<20 {
 		t.Fatalf("default %d", r.bytes)
 	}
 	for in, want := range map[string]int64{"64MiB": 64 << 20, "off": 0, "0": 0, "1GiB": 1 << 30} {
