@@ -335,6 +335,9 @@ func saveListIndexes(tx store.Tx, old, t *Token) error {
 	} else if old != nil {
 		serial = old.Serial
 	}
+	if err := bumpGen(tx, serial); err != nil {
+		return err
+	}
 	if old == nil && t != nil {
 		if err := markFreshIndexes(tx); err != nil {
 			return err
@@ -456,6 +459,9 @@ func (s *Service) BuildIndexes(ctx context.Context, progress func(done int)) err
 	}
 	// Start (or resume) at the recorded position.
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		if err := bumpGen(tx, ""); err != nil {
+			return err
+		}
 		if tx.Bucket(bucketCounts).Get(keyIndexBuilding) != nil {
 			return nil
 		}
@@ -524,6 +530,9 @@ func (s *Service) BuildIndexes(ctx context.Context, progress func(done int)) err
 				return counts.Put(keyIndexBuilding, append([]byte{'>'}, last...))
 			}
 			if err := counts.Delete(keyIndexBuilding); err != nil {
+				return err
+			}
+			if err := bumpGen(tx, ""); err != nil {
 				return err
 			}
 			return counts.Put(keyIndexVersion, binary.BigEndian.AppendUint64(nil, indexVersion))

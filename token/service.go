@@ -161,6 +161,14 @@ type Service struct {
 	// listCap bounds the records one list decodes (and the candidates a
 	// sort by a changing column or getserial considers).
 	listCap int
+	// lset is the in-memory list set (listset.go) of the generation it
+	// holds; listSetMu serialises its builds; listSetUsed is the time of
+	// its last use (Unix ns); setMinWork is the walk above which a list
+	// uses it.
+	lset        atomic.Pointer[listSet]
+	listSetMu   sync.Mutex
+	listSetUsed atomic.Int64
+	setMinWork  int
 }
 
 // New returns the service.
@@ -174,7 +182,7 @@ func New(cfg Config) *Service {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
-	return &Service{cfg: cfg, set: cfg.Settings.withDefaults(), decoded: newDecodeCache(cfg.DecodeCacheBytes), listCap: DefaultListCap}
+	return &Service{cfg: cfg, set: cfg.Settings.withDefaults(), decoded: newDecodeCache(cfg.DecodeCacheBytes), listCap: DefaultListCap, setMinWork: setMinWork}
 }
 
 // Types returns the type registry.
