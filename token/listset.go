@@ -156,6 +156,12 @@ type listSet struct {
 
 func (ls *listSet) len() int { return len(ls.off) - 1 }
 
+// bytes is the memory of the set's columns (without its dictionaries).
+func (ls *listSet) bytes() int {
+	return cap(ls.lower) + 4*cap(ls.off) + cap(ls.class) + 2*(cap(ls.typ)+cap(ls.orealm)+cap(ls.rset)+cap(ls.roll)) + cap(ls.flags) +
+		len(ls.other)*48
+}
+
 // text is entry i's lower-case serial.
 func (ls *listSet) text(i int) []byte { return ls.lower[ls.off[i] : ls.off[i+1]-1] }
 
@@ -548,6 +554,7 @@ type setQuery struct {
 	orealm, rs  []bool
 	visOR, visR []bool
 	mask, want  uint8
+	none        bool // no filter but the serial
 }
 
 // setAnswers reports whether the set can answer f's serial filter with
@@ -617,6 +624,7 @@ func newSetQuery(ls *listSet, f Filter, rest *Filter) *setQuery {
 		q.compileSerial(f.Serial)
 		rest.Serial = ""
 	}
+	q.none = q.mask == 0 && q.typ == nil && q.orealm == nil && q.rs == nil && q.roll == nil && q.visR == nil
 	return q
 }
 
@@ -653,6 +661,28 @@ func (q *setQuery) compileSerial(spec string) {
 		}
 		q.parts = es[0].parts
 	}
+	if !ls.nonASCII && len(es) == 1 && es[0].parts != nil {
+		// One wildcard element: its common shapes without the general
+		// rule.
+		parts := es[0].parts
+		first, last := parts[0], parts[len(parts)-1]
+		switch {
+		case len(parts) == 2 && len(last) == 0:
+			q.serial = func(i int) bool { return bytes.HasPrefix(ls.text(i), first) }
+			return
+		case len(parts) == 2 && len(first) == 0:
+			q.serial = func(i int) bool { return bytes.HasSuffix(ls.text(i), last) }
+			return
+		case len(parts) == 3 && len(first) == 0 && len(last) == 0 && len(parts[1]) == 1:
+			c := parts[1][0]
+			q.serial = func(i int) bool { return bytes.IndexByte(ls.text(i), c) >= 0 }
+			return
+		case len(parts) == 3 && len(first) == 0 && len(last) == 0:
+			mid := parts[1]
+			q.serial = func(i int) bool { return bytes.Contains(ls.text(i), mid) }
+			return
+		}
+	}
 	q.serial = func(i int) bool {
 		if ls.class[i] == caseOther && ls.nonASCII {
 			return listMatch(spec, ls.serial(i))
@@ -677,6 +707,9 @@ func splitTrim(spec string) []string {
 
 // others reports whether entry i passes the filters besides the serial.
 func (q *setQuery) others(i int) bool {
+	if q.none {
+		return true
+	}
 	ls := q.ls
 	if ls.flags[i]&q.mask != q.want {
 		return false
@@ -699,51 +732,75 @@ func (q *setQuery) others(i int) bool {
 	return true
 }
 
+// scanner walks the matching entries of a query in ascending order.
+type scanner struct {
+	q      *setQuery
+	i      int  // the next entry to look at
+	needle bool // search the serials for the needle (else entry by entry)
+	cands  int  // needle occurrences found
+}
+
+func (q *setQuery) scan() *scanner {
+	// A needle of one or two bytes occurs in most serials: then entry by
+	// entry is cheaper than a search restarted at every occurrence.
+	return &scanner{q: q, needle: len(q.needle) >= 3}
+}
+
+// next returns the next matching entry, or -1.
+func (sc *scanner) next() int {
+	q, ls := sc.q, sc.q.ls
+	n := ls.len()
+	for sc.needle && sc.i < n {
+		// A search of the serials from entry i for the longest literal
+		// part; an occurrence cannot span two entries (the part has no
+		// \0).
+		from := ls.off[sc.i]
+		j := bytes.Index(ls.lower[from:], q.needle)
+		if j < 0 {
+			sc.i = n
+			return -1
+		}
+		i := entryAt(ls.off, sc.i, n, from+uint32(j))
+		sc.i = i + 1
+		if sc.cands++; sc.cands > 1024 && sc.cands*4 > sc.i {
+			sc.needle = false // dense: entry by entry from here
+		}
+		if globMatchBytes(q.parts, ls.text(i)) && q.others(i) {
+			return i
+		}
+	}
+	for sc.i < n {
+		i := sc.i
+		sc.i++
+		if (q.serial == nil || q.serial(i)) && q.others(i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// entryAt is the entry holding byte p, at or after entry i (a galloping
+// search of the offsets).
+func entryAt(off []uint32, i, n int, p uint32) int {
+	step := 1
+	for i+step < n && off[i+step] <= p {
+		i += step
+		step *= 2
+	}
+	for step > 1 {
+		step /= 2
+		if i+step < n && off[i+step] <= p {
+			i += step
+		}
+	}
+	return i
+}
+
 // each calls fn for every matching entry in ascending order until fn
 // returns false.
 func (q *setQuery) each(fn func(i int) bool) {
-	ls := q.ls
-	n := ls.len()
-	if len(q.needle) > 0 {
-		// One scan of the serials for the longest literal part; a
-		// match cannot span two entries (the part has no \0).
-		pos, i := 0, 0
-		for {
-			j := bytes.Index(ls.lower[pos:], q.needle)
-			if j < 0 {
-				return
-			}
-			p := uint32(pos + j)
-			// The entry holding p: ahead of i, found by a galloping
-			// search.
-			step := 1
-			for i+step < n && ls.off[i+step] <= p {
-				i += step
-				step *= 2
-			}
-			for step > 1 {
-				step /= 2
-				if i+step < n && ls.off[i+step] <= p {
-					i += step
-				}
-			}
-			if globMatchBytes(q.parts, ls.text(i)) && q.others(i) && !fn(i) {
-				return
-			}
-			pos = int(ls.off[i+1])
-			i++
-			if i >= n {
-				return
-			}
-		}
-	}
-	for i := range n {
-		if q.serial != nil && !q.serial(i) {
-			continue
-		}
-		if q.others(i) && !fn(i) {
-			return
-		}
+	sc := q.scan()
+	for i := sc.next(); i >= 0 && fn(i); i = sc.next() {
 	}
 }
 
@@ -769,28 +826,29 @@ func (q *setQuery) page(desc bool, start, size int) ([]string, int) {
 	}
 	count := 0
 	if !desc {
-		q.each(func(i int) bool {
+		sc := q.scan()
+		for i := sc.next(); i >= 0; i = sc.next() {
 			if count >= start && count-start < size {
 				out = append(out, q.ls.serial(i))
 			}
 			count++
-			return true
-		})
+		}
 		return out, count
 	}
-	q.each(func(int) bool { count++; return true })
+	sc := q.scan()
+	for i := sc.next(); i >= 0; i = sc.next() {
+		count++
+	}
 	if start >= count {
 		return out, count
 	}
 	lo, hi := count-min(start+size, count), count-start // ascending positions
-	k := 0
-	q.each(func(i int) bool {
+	sc = q.scan()
+	for k, i := 0, sc.next(); i >= 0 && k < hi; k, i = k+1, sc.next() {
 		if k >= lo {
 			out = append(out, q.ls.serial(i))
 		}
-		k++
-		return k < hi
-	})
+	}
 	slices.Reverse(out)
 	return out, count
 }
