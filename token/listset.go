@@ -9,18 +9,22 @@ package token
 // and anything else) and deep pages of a large walk all need every
 // candidate looked at to count them. The set keeps, per token in serial
 // order, the serial in lower case in one byte slice (with a \0 after
-// each), its offset, and small codes of its type, owner realm, token
-// realms, rollout state and flags (active, assigned). A serial wildcard is
-// one bytes.Index over the serials for its longest literal part; the other
+// each), its offset, 32 bits of the pairs of adjacent bytes it has, and
+// small codes of its type, owner realm, token realms, rollout state and
+// flags (active, assigned). A serial wildcard is a pass over the pair
+// bits (an entry without every pair of the pattern's literal parts is
+// ruled out with one AND) and a match of the text of the rest; the other
 // filters are table lookups on the codes. At 1M tokens of 12-character
-// serials it takes about 27 MB (13 MB serials, 4 MB offsets, 1 MB case
-// classes, 8 MB codes, 1 MB flags).
+// serials it takes about 31 MB (13 MB serials, 4 MB offsets, 4 MB pair
+// bits, 1 MB case classes, 8 MB codes, 1 MB flags); a patch holds the
+// old and the new set until the lists still reading the old one end.
 //
 // An n-gram index on disk was the alternative for the wildcards: it costs
-// a write of every n-gram per created token, many times the data of the
-// serial, and still needs the intersection of large posting lists for
-// short infixes and a scan for the count; it would not answer realm+type
-// either. The set answers both from one structure.
+// a write of every n-gram per created token (many times the data of the
+// serial, on every enrollment and import), still needs the intersection of
+// large posting lists for short infixes and a count over them, and would
+// not answer realm+type either. The set answers both from one structure,
+// and its pair bits are the in-memory n-gram filter at 4 bytes a token.
 //
 // Consistency: every change of a token's list attributes (create, delete,
 // an owner, realm, type, state change) bumps a generation number in
@@ -38,6 +42,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/authsrv/authsrv/store"
@@ -138,6 +143,10 @@ type listSet struct {
 	lower []byte   // serials in key order, ASCII lower case, each ending in \0
 	off   []uint32 // start of entry i in lower; off[n] = len(lower)
 	class []uint8
+	// pairs has, per entry, a bit for each pair of adjacent bytes of its
+	// lower-case text (pairBit): a wildcard's literal parts rule out most
+	// entries by it before their text is looked at.
+	pairs []uint32
 	other map[uint32]string // keys of caseOther entries
 	// nonASCII is set when some serial has a byte >= 0x80 (then a
 	// wildcard is matched per entry with the exact rule).
@@ -158,7 +167,7 @@ func (ls *listSet) len() int { return len(ls.off) - 1 }
 
 // bytes is the memory of the set's columns (without its dictionaries).
 func (ls *listSet) bytes() int {
-	return cap(ls.lower) + 4*cap(ls.off) + cap(ls.class) + 2*(cap(ls.typ)+cap(ls.orealm)+cap(ls.rset)+cap(ls.roll)) + cap(ls.flags) +
+	return cap(ls.lower) + 4*(cap(ls.off)+cap(ls.pairs)) + cap(ls.class) + 2*(cap(ls.typ)+cap(ls.orealm)+cap(ls.rset)+cap(ls.roll)) + cap(ls.flags) +
 		len(ls.other)*48
 }
 
@@ -208,7 +217,7 @@ type setBuilder struct {
 
 func newSetBuilder(gen uint64, n int, dicts *listSet) *setBuilder {
 	ls := &listSet{gen: gen, other: map[uint32]string{},
-		lower: make([]byte, 0, n*13), off: make([]uint32, 0, n+1), class: make([]uint8, 0, n),
+		lower: make([]byte, 0, n*13), off: make([]uint32, 0, n+1), class: make([]uint8, 0, n), pairs: make([]uint32, 0, n),
 		typ: make([]uint16, 0, n), orealm: make([]uint16, 0, n), rset: make([]uint16, 0, n),
 		roll: make([]uint16, 0, n), flags: make([]uint8, 0, n), orealms: []string{""}}
 	b := &setBuilder{ls: ls, typeIdx: map[string]uint16{}, orealmIdx: map[string]uint16{}, rollIdx: map[string]uint16{}, rsetIdx: map[string]uint16{}}
@@ -349,6 +358,21 @@ func (b *setBuilder) addSerial(serial []byte) {
 		ls.other[uint32(i)] = string(serial)
 	}
 	ls.class = append(ls.class, class)
+	ls.pairs = append(ls.pairs, pairBits(low))
+}
+
+// pairBit is the bit of a pair of adjacent bytes.
+func pairBit(a, b byte) uint32 {
+	return 1 << ((uint32(a)*0x9E3779B1 ^ uint32(b)*0x85EBCA77) >> 27)
+}
+
+// pairBits are the bits of every pair of adjacent bytes of s.
+func pairBits(s []byte) uint32 {
+	var m uint32
+	for i := 1; i < len(s); i++ {
+		m |= pairBit(s[i-1], s[i])
+	}
+	return m
 }
 
 // isUpperOf reports whether k is low with every ASCII letter upper case.
@@ -379,6 +403,7 @@ func (b *setBuilder) copyFrom(old *listSet, from, to int) {
 	}
 	ls.lower = append(ls.lower, old.lower[old.off[from]:old.off[to]]...)
 	ls.class = append(ls.class, old.class[from:to]...)
+	ls.pairs = append(ls.pairs, old.pairs[from:to]...)
 	ls.typ = append(ls.typ, old.typ[from:to]...)
 	ls.orealm = append(ls.orealm, old.orealm[from:to]...)
 	ls.rset = append(ls.rset, old.rset[from:to]...)
@@ -446,7 +471,7 @@ func patchListSet(tx store.Tx, old *listSet) *listSet {
 	for _, s := range changed {
 		sb := []byte(s)
 		// The first entry at or after s.
-		i := pos + sortSearch(old.len()-pos, func(j int) bool {
+		i := pos + sort.Search(old.len()-pos, func(j int) bool {
 			key = old.appendSerial(key[:0], pos+j)
 			return bytes.Compare(key, sb) >= 0
 		})
@@ -469,19 +494,6 @@ func patchListSet(tx store.Tx, old *listSet) *listSet {
 		return nil
 	}
 	return b.finish()
-}
-
-func sortSearch(n int, f func(int) bool) int {
-	lo, hi := 0, n
-	for lo < hi {
-		h := int(uint(lo+hi) >> 1)
-		if !f(h) {
-			lo = h + 1
-		} else {
-			hi = h
-		}
-	}
-	return lo
 }
 
 // currentListSet returns the set of tx's generation, building or
@@ -545,11 +557,9 @@ func (s *Service) scheduleSetDrop(after time.Duration) {
 type setQuery struct {
 	ls *listSet
 	// serial: the per-entry matcher of the Serial filter on the
-	// lower-case text (nil: none); needle, parts: a single wildcard
-	// element scanned by its longest literal part.
+	// lower-case text (nil: none); pairs: the pair bits every match has.
 	serial      func(i int) bool
-	needle      []byte
-	parts       [][]byte
+	pairs       uint32
 	typ, roll   []bool
 	orealm, rs  []bool
 	visOR, visR []bool
@@ -650,16 +660,13 @@ func (q *setQuery) compileSerial(spec string) {
 		}
 		es = append(es, elem{parts: bytes.Split(le, []byte{'*'})})
 	}
-	if !ls.nonASCII && len(es) == 1 && es[0].parts != nil {
+	if !ls.nonASCII && len(es) == 1 {
+		if es[0].parts == nil {
+			q.pairs = pairBits(es[0].exact)
+		}
 		for _, p := range es[0].parts {
-			if len(p) > len(q.needle) {
-				q.needle = p
-			}
+			q.pairs |= pairBits(p)
 		}
-		if bytes.IndexByte(q.needle, 0) >= 0 {
-			q.needle = nil // could span two entries: matched per entry
-		}
-		q.parts = es[0].parts
 	}
 	if !ls.nonASCII && len(es) == 1 && es[0].parts != nil {
 		// One wildcard element: its common shapes without the general
@@ -734,40 +741,26 @@ func (q *setQuery) others(i int) bool {
 
 // scanner walks the matching entries of a query in ascending order.
 type scanner struct {
-	q      *setQuery
-	i      int  // the next entry to look at
-	needle bool // search the serials for the needle (else entry by entry)
-	cands  int  // needle occurrences found
+	q *setQuery
+	i int // the next entry to look at
 }
 
-func (q *setQuery) scan() *scanner {
-	// A needle of one or two bytes occurs in most serials: then entry by
-	// entry is cheaper than a search restarted at every occurrence.
-	return &scanner{q: q, needle: len(q.needle) >= 3}
-}
+func (q *setQuery) scan() *scanner { return &scanner{q: q} }
 
 // next returns the next matching entry, or -1.
 func (sc *scanner) next() int {
 	q, ls := sc.q, sc.q.ls
 	n := ls.len()
-	for sc.needle && sc.i < n {
-		// A search of the serials from entry i for the longest literal
-		// part; an occurrence cannot span two entries (the part has no
-		// \0).
-		from := ls.off[sc.i]
-		j := bytes.Index(ls.lower[from:], q.needle)
-		if j < 0 {
-			sc.i = n
-			return -1
+	if q.pairs != 0 {
+		pairs, want := ls.pairs, q.pairs
+		for i := sc.i; i < n; i++ {
+			if pairs[i]&want == want && q.serial(i) && q.others(i) {
+				sc.i = i + 1
+				return i
+			}
 		}
-		i := entryAt(ls.off, sc.i, n, from+uint32(j))
-		sc.i = i + 1
-		if sc.cands++; sc.cands > 1024 && sc.cands*4 > sc.i {
-			sc.needle = false // dense: entry by entry from here
-		}
-		if globMatchBytes(q.parts, ls.text(i)) && q.others(i) {
-			return i
-		}
+		sc.i = n
+		return -1
 	}
 	for sc.i < n {
 		i := sc.i
@@ -777,23 +770,6 @@ func (sc *scanner) next() int {
 		}
 	}
 	return -1
-}
-
-// entryAt is the entry holding byte p, at or after entry i (a galloping
-// search of the offsets).
-func entryAt(off []uint32, i, n int, p uint32) int {
-	step := 1
-	for i+step < n && off[i+step] <= p {
-		i += step
-		step *= 2
-	}
-	for step > 1 {
-		step /= 2
-		if i+step < n && off[i+step] <= p {
-			i += step
-		}
-	}
-	return i
 }
 
 // each calls fn for every matching entry in ascending order until fn
