@@ -18,6 +18,9 @@ package token
 //     entries (all tokens, per type, token realm, owner realm, assigned,
 //     active and rollout state), so counts of one filter are read, not
 //     counted.
+//   - tokens.gen: the list generation and the log of the serials each
+//     change touched, written with every change of the list attributes;
+//     the in-memory list set (listset.go) follows it.
 //
 // The older tokens.owner, tokens.realm and tokens.type indexes stay as they
 // are. A save that leaves the list attributes as they were (a counter or
