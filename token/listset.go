@@ -466,24 +466,24 @@ func patchListSet(tx store.Tx, old *listSet) *listSet {
 	}
 	b := newSetBuilder(gen, old.len()+len(changed), old)
 	ac := tx.Bucket(bucketAttr).Cursor()
-	var key []byte
+	var at []byte
 	pos := 0
-	for _, s := range changed {
-		sb := []byte(s)
-		// The first entry at or after s.
+	for _, changedSerial := range changed {
+		serial := []byte(changedSerial)
+		// The first entry at or after the serial.
 		i := pos + sort.Search(old.len()-pos, func(j int) bool {
-			key = old.appendSerial(key[:0], pos+j)
-			return bytes.Compare(key, sb) >= 0
+			at = old.appendSerial(at[:0], pos+j)
+			return string(at) >= changedSerial
 		})
 		b.copyFrom(old, pos, i)
 		pos = i
 		if pos < old.len() {
-			key = old.appendSerial(key[:0], pos)
-			if bytes.Equal(key, sb) {
+			at = old.appendSerial(at[:0], pos)
+			if string(at) == changedSerial {
 				pos++ // replaced or deleted
 			}
 		}
-		if k, v := ac.Seek(sb); bytes.Equal(k, sb) {
+		if k, v := ac.Seek(serial); string(k) == changedSerial {
 			if !b.addAttr(k, v) {
 				return nil
 			}
