@@ -40,6 +40,7 @@ package token
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"slices"
 	"sort"
@@ -531,6 +532,21 @@ func (s *Service) currentListSet(tx store.Tx) *listSet {
 		s.scheduleSetDrop(listSetIdle)
 	}
 	return ls
+}
+
+// WarmListSet builds the in-memory list set now, so that the first broad
+// list does not pay for it (about 150 ms at 1M tokens on a 2-core
+// machine). The set then holds about 31 bytes a token until it has gone
+// unused for ten minutes. It does nothing while the list indexes are
+// incomplete.
+func (s *Service) WarmListSet(ctx context.Context) error {
+	if err := s.ensureIndexes(ctx); err != nil {
+		return err
+	}
+	return s.cfg.Store.View(ctx, func(tx store.Tx) error {
+		s.currentListSet(tx)
+		return nil
+	})
 }
 
 // scheduleSetDrop drops the set once it has not been used for

@@ -234,3 +234,13 @@ func TestListSetConcurrentChanges(t *testing.T) {
 	}
 	wantSetCurrent(t, s)
 }
+
+// WarmListSet builds the set of the current generation.
+func TestWarmListSet(t *testing.T) {
+	s := New(Config{Store: storetest.Open(t)})
+	seed(t, s, rand.New(rand.NewPCG(51, 52)), 50)
+	if err := s.WarmListSet(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wantSetCurrent(t, s)
+}
