@@ -24,6 +24,11 @@ var ErrOwnerChanged = errors.New("token: the owner's tokens changed meanwhile")
 // realm for its users to claim (autoassignment, passthru_assign). A token
 // keeps its realms when it is unassigned, so a token given back by its
 // former owner is among them; a token in no realm never is.
+//
+// It walks the smaller of the realm's index and the index of unassigned
+// tokens, checks the other by key lookups, and decodes only the tokens it
+// returns, without the decode cache (a realm of a million assigned tokens
+// costs no decoding and evicts nothing that authentications keep).
 func (s *Service) Unassigned(ctx context.Context, realm string) ([]*Token, error) {
 	realm = strings.ToLower(strings.TrimSpace(realm))
 	if realm == "" {
@@ -32,13 +37,34 @@ func (s *Service) Unassigned(ctx context.Context, realm string) ([]*Token, error
 	var out []*Token
 	err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
 		out = out[:0]
-		prefix := []byte(realm + "\x00")
-		return tx.Bucket(bucketRealm).ForEach(prefix, func(k, _ []byte) error {
-			t, err := s.load(tx, string(k[len(prefix):]))
+		realmPrefix := []byte(realm + "\x00")
+		keep := func(serial []byte) error {
+			t, err := loadUncached(tx, string(serial))
 			if err != nil || t == nil || t.Assigned() {
 				return err
 			}
 			out = append(out, t)
+			return nil
+		}
+		if !indexesComplete(tx) {
+			return tx.Bucket(bucketRealm).ForEach(realmPrefix, func(k, _ []byte) error { return keep(k[len(realmPrefix):]) })
+		}
+		counts := tx.Bucket(bucketCounts)
+		free := colKey(colAssigned, []byte{0}, "")
+		if readCounter(counts, counterKey(cntAssigned, "\x00")) <= readCounter(counts, counterKey(cntRealm, realm)) {
+			inRealm := getter(tx, bucketRealm)
+			return tx.Bucket(bucketCol).ForEach(free, func(k, _ []byte) error {
+				if serial := k[len(free):]; inRealm(realmPrefix, serial) {
+					return keep(serial)
+				}
+				return nil
+			})
+		}
+		isFree := getter(tx, bucketCol)
+		return tx.Bucket(bucketRealm).ForEach(realmPrefix, func(k, _ []byte) error {
+			if serial := k[len(realmPrefix):]; isFree(free, serial) {
+				return keep(serial)
+			}
 			return nil
 		})
 	})

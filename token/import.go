@@ -64,7 +64,7 @@ func (s *Service) PrepareImport(ctx context.Context, recs []ImportRecord, realms
 	b := &ImportBatch{}
 	failed := &b.Failed
 	for _, r := range recs {
-		if ok, err := s.Exists(ctx, r.Serial); err != nil || ok {
+		if ok, err := s.stored(ctx, r.Serial); err != nil || ok {
 			reason := "a token with this serial already exists"
 			if err != nil {
 				reason = "the token store failed"

@@ -18,6 +18,9 @@ package token
 //     entries (all tokens, per type, token realm, owner realm, assigned,
 //     active and rollout state), so counts of one filter are read, not
 //     counted.
+//   - tokens.gen: the list generation and the log of the serials each
+//     change touched, written with every change of the list attributes;
+//     the in-memory list set (listset.go) follows it.
 //
 // The older tokens.owner, tokens.realm and tokens.type indexes stay as they
 // are. A save that leaves the list attributes as they were (a counter or
@@ -335,6 +338,9 @@ func saveListIndexes(tx store.Tx, old, t *Token) error {
 	} else if old != nil {
 		serial = old.Serial
 	}
+	if err := bumpGen(tx, serial); err != nil {
+		return err
+	}
 	if old == nil && t != nil {
 		if err := markFreshIndexes(tx); err != nil {
 			return err
@@ -456,6 +462,9 @@ func (s *Service) BuildIndexes(ctx context.Context, progress func(done int)) err
 	}
 	// Start (or resume) at the recorded position.
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		if err := bumpGen(tx, ""); err != nil {
+			return err
+		}
 		if tx.Bucket(bucketCounts).Get(keyIndexBuilding) != nil {
 			return nil
 		}
@@ -524,6 +533,9 @@ func (s *Service) BuildIndexes(ctx context.Context, progress func(done int)) err
 				return counts.Put(keyIndexBuilding, append([]byte{'>'}, last...))
 			}
 			if err := counts.Delete(keyIndexBuilding); err != nil {
+				return err
+			}
+			if err := bumpGen(tx, ""); err != nil {
 				return err
 			}
 			return counts.Put(keyIndexVersion, binary.BigEndian.AppendUint64(nil, indexVersion))

@@ -302,7 +302,15 @@ func errExists(serial, have, want string) *apierr.Error {
 // of the serial (an import never touches an existing token).
 func (s *Service) commit(tx store.Tx, pr *prepared, fresh bool) error {
 	t, serial := pr.t, pr.t.Serial
-	old, err := s.load(tx, serial)
+	var old *Token
+	var err error
+	if fresh {
+		// An import: nothing decoded or written goes through the decode
+		// cache.
+		old, err = loadUncached(tx, serial)
+	} else {
+		old, err = s.load(tx, serial)
+	}
 	if err != nil {
 		return err
 	}
@@ -329,24 +337,21 @@ func (s *Service) commit(tx store.Tx, pr *prepared, fresh bool) error {
 		nt.ID = old.ID
 	}
 	t.ID = nt.ID
-	return s.save(tx, old, nt)
+	return s.write(tx, old, nt, !fresh)
 }
 
 // errImportExists refuses an imported serial that is taken.
 var errImportExists = apierr.New(apierr.TokenImport, "a token with this serial already exists")
 
-// checkLimits applies the enrollment limits to a new token t.
+// checkLimits applies the enrollment limits to a new token t: the realm's
+// tokens from the counter the list indexes keep (one read), the user's
+// from the owner index (a prefix of the user's few tokens).
 func checkLimits(tx store.Tx, t *Token, l Limits) error {
-	count := func(bucket string, prefix []byte) (int, error) {
-		n := 0
-		err := tx.Bucket(bucket).ForEach(prefix, func(_, _ []byte) error { n++; return nil })
-		return n, err
-	}
 	realm := l.Realm
 	if t.Assigned() {
 		realm = t.Owner.Realm
 		if l.PerUser != nil {
-			n, err := count(bucketOwner, ownerKey(t.Owner))
+			n, err := countOfOwner(tx, t.Owner)
 			if err != nil {
 				return err
 			}
@@ -358,7 +363,7 @@ func checkLimits(tx store.Tx, t *Token, l Limits) error {
 	if realm == "" || l.PerRealm == nil {
 		return nil
 	}
-	n, err := count(bucketRealm, []byte(strings.ToLower(realm)+"\x00"))
+	n, err := countInRealm(tx, realm)
 	if err != nil {
 		return err
 	}

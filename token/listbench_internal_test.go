@@ -50,6 +50,7 @@ func BenchmarkList(b *testing.B) {
 	}
 	s.decoded = newDecodeCache(0)
 	probe := serials[n/2]
+	yes := true
 	for _, q := range []struct {
 		name   string
 		f      Filter
@@ -67,11 +68,21 @@ func BenchmarkList(b *testing.B) {
 		{"user", Filter{UserRealm: "bench", Resolver: "passwd", UserID: "4242"}, "", 1, 1},
 		{"realm-type", Filter{UserRealm: "bench", Type: "hotp"}, "", 1, n},
 		{"visible", Filter{Visible: []string{"bench"}}, "", 1, n},
+		{"serial-suffix", Filter{Serial: "*7"}, "", 1, -1},
+		{"serial-wild-deep", Filter{Serial: "*a*"}, "", 1000, -1},
+		{"realm-active", Filter{UserRealm: "bench", Active: &yes}, "", 1, n},
+		{"tokenrealm-assigned", Filter{TokenRealm: "bench", Assigned: &yes}, "", 1, n},
+		{"visible-type", Filter{Visible: []string{"bench"}, Type: "hotp"}, "", 1, n},
 		{"sort-description", Filter{}, "description", 1, n},
 		{"sort-count-user", Filter{UserRealm: "bench", Resolver: "passwd", UserID: "4242"}, "count", 1, 1},
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			b.ReportAllocs()
+			// The list set (built by the first list that needs it) is
+			// measured by BenchmarkListSet.
+			if _, err := s.List(b.Context(), q.f, q.sort, false, q.page, 15); err != nil {
+				b.Fatal(err)
+			}
 			for b.Loop() {
 				p, err := s.List(b.Context(), q.f, q.sort, false, q.page, 15)
 				if err != nil {
@@ -86,4 +97,65 @@ func BenchmarkList(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkListSet builds the in-memory list set from 100k tokens
+// (AUTHSRV_LIST_TOKENS overrides) and patches it after one change,
+// reporting the set's bytes.
+func BenchmarkListSet(b *testing.B) {
+	n := 100_000
+	if v, err := strconv.Atoi(os.Getenv("AUTHSRV_LIST_TOKENS")); err == nil && v >= 10_000 {
+		n = v / 10_000 * 10_000
+	}
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "set.db"), bolt.Options{Timeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	s := New(Config{Store: db})
+	for i := 0; i < n; i += 10_000 {
+		if err := db.Update(b.Context(), func(tx store.Tx) error {
+			for j := i; j < i+10_000; j++ {
+				t := &Token{ID: uint64(j + 1), Serial: fmt.Sprintf("OATH%08X", uint32(j)*2654435761), Type: "hotp", Active: true,
+					Realms: []string{"bench"}, Info: map[string]string{}, Owner: &user.User{Realm: "bench", Resolver: "passwd", UID: fmt.Sprint(j)}}
+				if err := s.save(tx, nil, t); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var ls *listSet
+	b.Run("build", func(b *testing.B) {
+		for b.Loop() {
+			if err := db.View(b.Context(), func(tx store.Tx) error { ls = buildListSet(tx); return nil }); err != nil || ls == nil {
+				b.Fatal("no set", err)
+			}
+		}
+		b.ReportMetric(float64(ls.bytes()), "set-bytes")
+	})
+	b.Run("patch-1", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			t := &Token{ID: 1, Serial: "OATH-NEW", Type: "totp", Info: map[string]string{}}
+			if err := db.Update(b.Context(), func(tx store.Tx) error {
+				old, err := loadUncached(tx, t.Serial)
+				if err != nil {
+					return err
+				}
+				if old != nil {
+					return s.remove(tx, old)
+				}
+				return s.save(tx, nil, t)
+			}); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if err := db.View(b.Context(), func(tx store.Tx) error { ls = patchListSet(tx, ls); return nil }); err != nil || ls == nil {
+				b.Fatal("no patch", err)
+			}
+		}
+	})
 }

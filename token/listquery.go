@@ -702,7 +702,7 @@ func checkerFor(tx store.Tx, srcs []source, skip int, f Filter, listCap int) *ch
 // by itself costs nothing beyond the page; otherwise each entry costs a
 // step, a key lookup per other filter and, when a filter needs the index
 // record, a record read.
-func plan(tx store.Tx, srcs []source, f Filter, listCap int) (source, *checker) {
+func plan(tx store.Tx, srcs []source, f Filter, listCap int) (source, *checker, int) {
 	bestI, bestCost := 0, math.MaxInt
 	for i, w := range srcs {
 		c := checkerFor(tx, srcs, i, f, listCap)
@@ -723,7 +723,7 @@ func plan(tx store.Tx, srcs []source, f Filter, listCap int) (source, *checker) 
 			bestI, bestCost = i, cost
 		}
 	}
-	return srcs[bestI], checkerFor(tx, srcs, bestI, f, listCap)
+	return srcs[bestI], checkerFor(tx, srcs, bestI, f, listCap), bestCost
 }
 
 // listBySerial answers a list in serial order: the serials of the page
@@ -733,8 +733,18 @@ func (s *Service) listBySerial(tx store.Tx, f *Filter, desc bool, start, size in
 	if err != nil {
 		return nil, 0, err
 	}
-	src, c := plan(tx, srcs, *f, s.listCap)
-	if src.exact && c.serial == nil && len(c.keys) == 0 && !c.needAttr && c.infoKey == "" {
+	src, c, work := plan(tx, srcs, *f, s.listCap)
+	trivial := src.exact && c.serial == nil && len(c.keys) == 0 && !c.needAttr && c.infoKey == ""
+	if trivial {
+		// The walk to the page from its nearer end.
+		work = min(start, max(src.size-start-size, 0))
+	}
+	if work > s.setMinWork && setAnswers(f) {
+		if ls := s.currentListSet(tx); ls != nil {
+			return s.listFromSet(tx, ls, f, desc, start, size)
+		}
+	}
+	if trivial {
 		// The walk is the answer: its size is the count, and the page is
 		// reached from the nearer end.
 		count := src.size
@@ -767,6 +777,44 @@ func (s *Service) listBySerial(tx store.Tx, f *Filter, desc bool, start, size in
 			out = append(out, string(serial))
 		}
 		count++
+	}
+	return out, count, nil
+}
+
+// listFromSet answers a list in serial order from the list set: the
+// filters the set keeps by its codes, the rest (description, resolver,
+// uid, infokey) by the index records of the set's matches (bounded like a
+// walk).
+func (s *Service) listFromSet(tx store.Tx, ls *listSet, f *Filter, desc bool, start, size int) ([]string, int, error) {
+	rest := *f
+	q := newSetQuery(ls, *f, &rest)
+	if rest.isZero() {
+		out, count := q.page(desc, start, size)
+		return out, count, nil
+	}
+	c := newChecker(tx, rest, s.listCap)
+	var pass []int32
+	var key []byte
+	var err error
+	q.each(func(i int) bool {
+		key = ls.appendSerial(key[:0], i)
+		var ok bool
+		if ok, err = c.ok(key); ok {
+			pass = append(pass, int32(i))
+		}
+		return err == nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	count := len(pass)
+	out := []string{}
+	for k := start; k < count && k-start < size; k++ {
+		i := k
+		if desc {
+			i = count - 1 - k
+		}
+		out = append(out, ls.serial(int(pass[i])))
 	}
 	return out, count, nil
 }
@@ -821,7 +869,7 @@ func (s *Service) listByColumn(tx store.Tx, f *Filter, col string, desc bool, st
 	if err != nil {
 		return nil, 0, err
 	}
-	src, c := plan(tx, srcs, *f, s.listCap)
+	src, c, _ := plan(tx, srcs, *f, s.listCap)
 	if src.size <= s.listCap || col == "count" || col == "failcount" {
 		return s.sortCandidates(tx, src, c, col, desc, start, size)
 	}

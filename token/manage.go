@@ -698,7 +698,7 @@ func (s *Service) GetSerial(ctx context.Context, otpValue string, f GetSerialFil
 		if err != nil {
 			return err
 		}
-		src, c := plan(tx, srcs, lf, s.listCap)
+		src, c, _ := plan(tx, srcs, lf, s.listCap)
 		var serials []string
 		sub := []byte(f.Serial)
 		it := src.open(false)

@@ -161,6 +161,14 @@ type Service struct {
 	// listCap bounds the records one list decodes (and the candidates a
 	// sort by a changing column or getserial considers).
 	listCap int
+	// lset is the in-memory list set (listset.go) of the generation it
+	// holds; listSetMu serialises its builds; listSetUsed is the time of
+	// its last use (Unix ns); setMinWork is the walk above which a list
+	// uses it.
+	lset        atomic.Pointer[listSet]
+	listSetMu   sync.Mutex
+	listSetUsed atomic.Int64
+	setMinWork  int
 }
 
 // New returns the service.
@@ -174,7 +182,7 @@ func New(cfg Config) *Service {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
-	return &Service{cfg: cfg, set: cfg.Settings.withDefaults(), decoded: newDecodeCache(cfg.DecodeCacheBytes), listCap: DefaultListCap}
+	return &Service{cfg: cfg, set: cfg.Settings.withDefaults(), decoded: newDecodeCache(cfg.DecodeCacheBytes), listCap: DefaultListCap, setMinWork: setMinWork}
 }
 
 // Types returns the type registry.
@@ -322,6 +330,12 @@ func indexKeys(t *Token) map[string][][]byte {
 // save writes t and moves its index entries from old (nil for a new
 // token).
 func (s *Service) save(tx store.Tx, old, t *Token) error {
+	return s.write(tx, old, t, true)
+}
+
+// write is save; cache false leaves the decode cache as it is (an import
+// writes tokens that no authentication has asked for).
+func (s *Service) write(tx store.Tx, old, t *Token, cache bool) error {
 	// Only the index entries that differ are touched: a counter update
 	// (the common write) leaves every indexed field as it was and writes
 	// the record only.
@@ -337,7 +351,11 @@ func (s *Service) save(tx store.Tx, old, t *Token) error {
 	if err := tx.Bucket(bucketTokens).Put([]byte(t.Serial), raw); err != nil {
 		return err
 	}
-	s.decoded.put(t.Serial, raw, t)
+	if cache {
+		s.decoded.put(t.Serial, raw, t)
+	} else {
+		s.decoded.forget(t.Serial)
+	}
 	return nil
 }
 
@@ -404,6 +422,16 @@ func (s *Service) Get(ctx context.Context, serial string) (*Token, error) {
 		err = NotFound(serial)
 	}
 	return t, err
+}
+
+// stored reports whether a record of serial exists, without decoding it.
+func (s *Service) stored(ctx context.Context, serial string) (bool, error) {
+	ok := false
+	err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
+		ok = tx.Bucket(bucketTokens).Get([]byte(serial)) != nil
+		return nil
+	})
+	return ok, err
 }
 
 // Exists reports whether a serial is taken.
