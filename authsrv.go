@@ -329,8 +329,14 @@ func checkCanary(ctx context.Context, st store.Store, sealer *secret.Sealer) err
 
 // Run does the server's background work until ctx ends or Close is
 // called: audit retention, and dropping the JWT keys whose last token
-// expired, every RetentionInterval. It returns nil then.
+// expired, every RetentionInterval. It returns nil then. First it builds
+// the token lists' in-memory set (token.Service.WarmListSet), so that the
+// first wildcard or combined-filter list after a start answers as fast as
+// the later ones (the build takes about 150 ms at a million tokens).
 func (s *Server) Run(ctx context.Context) error {
+	if err := s.tokens.WarmListSet(ctx); err != nil && ctx.Err() == nil {
+		s.cfg.log.Warn().Err(err).Str("component", "token").Msg("building the token list set failed; the first list builds it")
+	}
 	tick := time.NewTicker(s.cfg.retentionEvery)
 	defer tick.Stop()
 	for {

@@ -395,7 +395,7 @@ const DefaultStoreResidentLimit = 32 << 20
 // so that at a million tokens the resident set grows to the file's size.
 // Past the limit the pages are unmapped; they stay
 // in the operating system's page cache, and the next access maps them
-// again. The process's file-backed memory is checked ten times a second.
+// again. The process's file-backed memory is checked twenty times a second.
 // 0 turns the bound off. Linux only; elsewhere it has no effect. It
 // applies to the store the server opens itself, not to one given with
 // WithStore.

@@ -24,7 +24,7 @@ import (
 
 // DefaultResidentInterval is how often the resident file pages are counted
 // when Options.ResidentInterval is 0.
-const DefaultResidentInterval = 100 * time.Millisecond
+const DefaultResidentInterval = 50 * time.Millisecond
 
 // ResidentStats is one count of the store file's pages resident in the
 // process.
