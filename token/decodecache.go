@@ -10,7 +10,7 @@ import (
 // is used only when the record in the store is byte for byte the one it was
 // decoded from, so a stale entry (a write that was rolled back, a change
 // made by another node on a shared store) is never returned, only missed.
-// Every authentication reads its user's tokens and writes one back; JSON
+// Every authentication reads its user's tokens and writes one back;
 // decoding was the largest cost of both. Each Service has its own cache
 // (built by New), so two Servers in one process share no state. Its size
 // is bounded in bytes (Config.DecodeCacheBytes); lists, scans and the
@@ -34,9 +34,10 @@ type decodedEntry struct {
 }
 
 // entrySize estimates an entry's memory: the stored bytes, the decoded
-// token (about as large again) and the map's overhead.
+// token (its maps and strings take about twice the compact record) and
+// the map's overhead.
 func entrySize(serial string, raw []byte) int64 {
-	return int64(2*len(raw) + 2*len(serial) + 256)
+	return int64(3*len(raw) + 2*len(serial) + 256)
 }
 
 // newDecodeCache returns a cache of at most limit bytes (0: the default;

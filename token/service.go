@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -299,17 +298,6 @@ func loadUncached(tx store.Tx, serial string) (*Token, error) {
 	return decodeRecord(serial, raw)
 }
 
-func decodeRecord(serial string, raw []byte) (*Token, error) {
-	var r record
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, fmt.Errorf("token: decode %s: %w", serial, err)
-	}
-	if r.Info == nil {
-		r.Info = map[string]string{}
-	}
-	return &r.Token, nil
-}
-
 func ownerKey(o *user.User) []byte {
 	return []byte(strings.ToLower(o.Realm) + "\x00" + o.Resolver + "\x00" + o.UID + "\x00")
 }
@@ -344,10 +332,7 @@ func (s *Service) write(tx store.Tx, old, t *Token, cache bool) error {
 			return err
 		}
 	}
-	raw, err := json.Marshal(record{store.Versioned{Schema: schema}, *t})
-	if err != nil {
-		return fmt.Errorf("token: encode %s: %w", t.Serial, err)
-	}
+	raw := encodeRecord(t)
 	if err := tx.Bucket(bucketTokens).Put([]byte(t.Serial), raw); err != nil {
 		return err
 	}
