@@ -66,12 +66,36 @@ func (c *decodeCache) get(serial string, raw []byte) (*Token, bool) {
 	return e.t.Clone(), true
 }
 
+// peek returns the cached decoding of raw itself, not a copy: the caller
+// only reads it (and clones it before any change).
+func (c *decodeCache) peek(serial string, raw []byte) (*Token, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	e, ok := c.m[serial]
+	c.mu.Unlock()
+	if !ok || !bytes.Equal(e.raw, raw) {
+		return nil, false
+	}
+	return e.t, true
+}
+
 // put remembers t as the decoding of raw (both are copied).
 func (c *decodeCache) put(serial string, raw []byte, t *Token) {
 	if c == nil {
 		return
 	}
-	e := decodedEntry{raw: bytes.Clone(raw), t: t.Clone(), size: entrySize(serial, raw)}
+	c.keep(serial, bytes.Clone(raw), t.Clone())
+}
+
+// keep remembers t as the decoding of raw without copying: the caller
+// hands both over and neither changes afterwards.
+func (c *decodeCache) keep(serial string, raw []byte, t *Token) {
+	if c == nil {
+		return
+	}
+	e := decodedEntry{raw: raw, t: t, size: entrySize(serial, raw)}
 	if e.size > c.limit {
 		return
 	}

@@ -288,6 +288,25 @@ func (s *Service) load(tx store.Tx, serial string) (*Token, error) {
 	return t, nil
 }
 
+// loadShared is load for a caller that only reads the token and clones it
+// before any change (Update, Commit, FailAll): it returns the cached
+// decoding itself, which nobody may change, and saves load's copy.
+func (s *Service) loadShared(tx store.Tx, serial string) (*Token, error) {
+	raw := tx.Bucket(bucketTokens).Get([]byte(serial))
+	if raw == nil {
+		return nil, nil
+	}
+	if t, ok := s.decoded.peek(serial, raw); ok {
+		return t, nil
+	}
+	t, err := decodeRecord(serial, raw)
+	if err != nil {
+		return nil, err
+	}
+	s.decoded.keep(serial, bytes.Clone(raw), t)
+	return t, nil
+}
+
 // loadUncached reads a token without the decode cache: lists and scans
 // neither use nor evict what authentications keep there.
 func loadUncached(tx store.Tx, serial string) (*Token, error) {
@@ -337,7 +356,8 @@ func (s *Service) write(tx store.Tx, old, t *Token, cache bool) error {
 		return err
 	}
 	if cache {
-		s.decoded.put(t.Serial, raw, t)
+		// raw is this write's own buffer, never changed after the Put.
+		s.decoded.keep(t.Serial, raw, t.Clone())
 	} else {
 		s.decoded.forget(t.Serial)
 	}
@@ -434,7 +454,7 @@ func (s *Service) Exists(ctx context.Context, serial string) (bool, error) {
 func (s *Service) Update(ctx context.Context, serial string, allowLocked bool, fn func(t *Token) error) (*Token, error) {
 	var out *Token
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
-		old, err := s.load(tx, serial)
+		old, err := s.loadShared(tx, serial)
 		if err != nil {
 			return err
 		}
