@@ -89,7 +89,8 @@ func encodeRecord(t *Token) []byte {
 	b = binary.AppendVarint(b, int64(t.FailCount))
 	b = binary.AppendVarint(b, int64(t.MaxFail))
 	b = binary.AppendUvarint(b, uint64(len(t.Info)))
-	for _, k := range sortedKeys(t.Info) {
+	var buf [24]string
+	for _, k := range sortedKeys(buf[:0], t.Info) {
 		b = appendStr(b, k)
 		b = appendStr(b, t.Info[k])
 	}
@@ -113,7 +114,7 @@ func encodeRecord(t *Token) []byte {
 		b = append(b, 0)
 	} else {
 		b = binary.AppendUvarint(b, uint64(len(t.Sealed))+1)
-		for _, k := range sortedKeys(t.Sealed) {
+		for _, k := range sortedKeys(buf[:0], t.Sealed) {
 			b = appendStr(b, k)
 			b = binary.AppendUvarint(b, uint64(len(t.Sealed[k])))
 			b = append(b, t.Sealed[k]...)
@@ -122,10 +123,10 @@ func encodeRecord(t *Token) []byte {
 	return b
 }
 
-// sortedKeys returns m's keys in order, so that equal tokens encode to
-// equal bytes.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+// sortedKeys appends m's keys to keys in order, so that equal tokens
+// encode to equal bytes (the caller's keys is a stack buffer for the usual
+// handful of keys).
+func sortedKeys[V any](keys []string, m map[string]V) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -162,11 +163,20 @@ func decodeRecord(serial string, raw []byte) (*Token, error) {
 }
 
 // reader reads the binary form; the first error sticks and every later
-// read returns zero values.
+// read returns zero values. s is the input as one string and own a copy
+// of it from ownAt on (made at the first byte value): the decoded strings
+// and byte values are slices of these, one allocation each instead of one
+// per field.
 type reader struct {
-	b   []byte
-	err error
+	b     []byte
+	s     string
+	own   []byte
+	ownAt int
+	err   error
 }
+
+// pos is the offset of v, a slice the reader just returned, in the input.
+func (r *reader) pos(v []byte) int { return len(r.s) - len(r.b) - len(v) }
 
 func (r *reader) fail(err error) {
 	if r.err == nil {
@@ -231,10 +241,30 @@ func (r *reader) bytes(n uint64) []byte {
 
 func (r *reader) str() string {
 	v := r.bytes(r.uvarint())
-	if r.err == nil && !utf8.Valid(v) {
-		r.fail(errors.New("a text field is not UTF-8"))
+	if r.err != nil || len(v) == 0 {
+		return ""
 	}
-	return string(v)
+	if !utf8.Valid(v) {
+		r.fail(errors.New("a text field is not UTF-8"))
+		return ""
+	}
+	at := r.pos(v)
+	return r.s[at : at+len(v)]
+}
+
+// ownBytes is bytes for a value the token keeps: a slice of the reader's
+// own copy of the input, never of the caller's buffer (a store's page).
+func (r *reader) ownBytes(n uint64) []byte {
+	v := r.bytes(n)
+	if r.err != nil {
+		return nil
+	}
+	at := r.pos(v)
+	if r.own == nil { // the byte values come last: copy from the first on
+		r.own, r.ownAt = []byte(r.s[at:]), at
+	}
+	at -= r.ownAt
+	return r.own[at : at+len(v) : at+len(v)]
 }
 
 // count reads a number of entries of at least min bytes each, bounded by
@@ -260,7 +290,7 @@ func (r *reader) nilCount(min int) (int, bool) {
 }
 
 func decodeBinary(b []byte) (*Token, error) {
-	r := &reader{b: b}
+	r := &reader{b: b, s: string(b)}
 	if v := r.uvarint(); r.err == nil && (v == 0 || v > schema) {
 		return nil, fmt.Errorf("unknown record schema %d", v)
 	}
@@ -308,13 +338,13 @@ func decodeBinary(b []byte) (*Token, error) {
 	}
 	t.PIN = r.str()
 	if v := r.uvarint(); v > 0 {
-		t.PINSealed = append([]byte{}, r.bytes(v-1)...)
+		t.PINSealed = r.ownBytes(v - 1)
 	}
 	if n, ok := r.nilCount(2); ok {
 		t.Sealed = make(map[string][]byte, n)
 		for range n {
 			k := r.str()
-			t.Sealed[k] = append([]byte{}, r.bytes(r.uvarint())...)
+			t.Sealed[k] = r.ownBytes(r.uvarint())
 		}
 		if r.err == nil && len(t.Sealed) != n {
 			r.fail(errors.New("a duplicate sealed field"))
