@@ -92,7 +92,7 @@ func (s *Service) Verify(ctx context.Context, t *Token, otp string, opts Params,
 func (s *Service) Commit(ctx context.Context, serial string, m Match) (*Token, error) {
 	var out *Token
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
-		old, err := s.load(tx, serial)
+		old, err := s.loadShared(tx, serial)
 		if err != nil {
 			return err
 		}
@@ -159,7 +159,7 @@ func (s *Service) FailAll(ctx context.Context, fails []Failure, countAuth bool, 
 	return s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		now := s.cfg.Now()
 		for _, f := range fails {
-			old, err := s.load(tx, f.Serial)
+			old, err := s.loadShared(tx, f.Serial)
 			if err != nil {
 				return err
 			}

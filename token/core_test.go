@@ -2,7 +2,6 @@ package token_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -266,16 +265,13 @@ func TestCorruptOrForeignSeedNeverUsable(t *testing.T) {
 	// Flip a byte of the sealed seed in the store.
 	err := e.st.Update(ctx, func(tx store.Tx) error {
 		b := tx.Bucket("tokens")
-		var rec map[string]any
-		if err := json.Unmarshal(b.Get([]byte("C1")), &rec); err != nil {
+		rec, err := token.DecodeRecord("C1", b.Get([]byte("C1")))
+		if err != nil {
 			return err
 		}
-		sealed := rec["sealed"].(map[string]any)
-		s := []byte(sealed["otpkey"].(string))
+		s := rec.Sealed["otpkey"]
 		s[len(s)-3] ^= 0x01
-		sealed["otpkey"] = string(s)
-		raw, _ := json.Marshal(rec)
-		return b.Put([]byte("C1"), raw)
+		return b.Put([]byte("C1"), token.EncodeRecord(rec))
 	})
 	if err != nil {
 		t.Fatal(err)

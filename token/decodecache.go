@@ -10,7 +10,7 @@ import (
 // is used only when the record in the store is byte for byte the one it was
 // decoded from, so a stale entry (a write that was rolled back, a change
 // made by another node on a shared store) is never returned, only missed.
-// Every authentication reads its user's tokens and writes one back; JSON
+// Every authentication reads its user's tokens and writes one back;
 // decoding was the largest cost of both. Each Service has its own cache
 // (built by New), so two Servers in one process share no state. Its size
 // is bounded in bytes (Config.DecodeCacheBytes); lists, scans and the
@@ -34,9 +34,10 @@ type decodedEntry struct {
 }
 
 // entrySize estimates an entry's memory: the stored bytes, the decoded
-// token (about as large again) and the map's overhead.
+// token (its maps and strings take about twice the compact record) and
+// the map's overhead.
 func entrySize(serial string, raw []byte) int64 {
-	return int64(2*len(raw) + 2*len(serial) + 256)
+	return int64(3*len(raw) + 2*len(serial) + 256)
 }
 
 // newDecodeCache returns a cache of at most limit bytes (0: the default;
@@ -65,12 +66,36 @@ func (c *decodeCache) get(serial string, raw []byte) (*Token, bool) {
 	return e.t.Clone(), true
 }
 
+// peek returns the cached decoding of raw itself, not a copy: the caller
+// only reads it (and clones it before any change).
+func (c *decodeCache) peek(serial string, raw []byte) (*Token, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	e, ok := c.m[serial]
+	c.mu.Unlock()
+	if !ok || !bytes.Equal(e.raw, raw) {
+		return nil, false
+	}
+	return e.t, true
+}
+
 // put remembers t as the decoding of raw (both are copied).
 func (c *decodeCache) put(serial string, raw []byte, t *Token) {
 	if c == nil {
 		return
 	}
-	e := decodedEntry{raw: bytes.Clone(raw), t: t.Clone(), size: entrySize(serial, raw)}
+	c.keep(serial, bytes.Clone(raw), t.Clone())
+}
+
+// keep remembers t as the decoding of raw without copying: the caller
+// hands both over and neither changes afterwards.
+func (c *decodeCache) keep(serial string, raw []byte, t *Token) {
+	if c == nil {
+		return
+	}
+	e := decodedEntry{raw: raw, t: t, size: entrySize(serial, raw)}
 	if e.size > c.limit {
 		return
 	}

@@ -31,7 +31,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -506,11 +505,10 @@ func (s *Service) BuildIndexes(ctx context.Context, progress func(done int)) err
 					more = true
 					break
 				}
-				var r record
-				if err := json.Unmarshal(v, &r); err != nil {
-					return fmt.Errorf("token: decode %s: %w", k, err)
+				t, err := decodeRecord(string(k), v)
+				if err != nil {
+					return err
 				}
-				t := &r.Token
 				es, cs := listEntries(t)
 				if err := tx.Bucket(bucketAttr).Put(k, encodeAttr(t)); err != nil {
 					return err

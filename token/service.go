@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -289,6 +288,25 @@ func (s *Service) load(tx store.Tx, serial string) (*Token, error) {
 	return t, nil
 }
 
+// loadShared is load for a caller that only reads the token and clones it
+// before any change (Update, Commit, FailAll): it returns the cached
+// decoding itself, which nobody may change, and saves load's copy.
+func (s *Service) loadShared(tx store.Tx, serial string) (*Token, error) {
+	raw := tx.Bucket(bucketTokens).Get([]byte(serial))
+	if raw == nil {
+		return nil, nil
+	}
+	if t, ok := s.decoded.peek(serial, raw); ok {
+		return t, nil
+	}
+	t, err := decodeRecord(serial, raw)
+	if err != nil {
+		return nil, err
+	}
+	s.decoded.keep(serial, bytes.Clone(raw), t)
+	return t, nil
+}
+
 // loadUncached reads a token without the decode cache: lists and scans
 // neither use nor evict what authentications keep there.
 func loadUncached(tx store.Tx, serial string) (*Token, error) {
@@ -297,17 +315,6 @@ func loadUncached(tx store.Tx, serial string) (*Token, error) {
 		return nil, nil
 	}
 	return decodeRecord(serial, raw)
-}
-
-func decodeRecord(serial string, raw []byte) (*Token, error) {
-	var r record
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, fmt.Errorf("token: decode %s: %w", serial, err)
-	}
-	if r.Info == nil {
-		r.Info = map[string]string{}
-	}
-	return &r.Token, nil
 }
 
 func ownerKey(o *user.User) []byte {
@@ -344,15 +351,13 @@ func (s *Service) write(tx store.Tx, old, t *Token, cache bool) error {
 			return err
 		}
 	}
-	raw, err := json.Marshal(record{store.Versioned{Schema: schema}, *t})
-	if err != nil {
-		return fmt.Errorf("token: encode %s: %w", t.Serial, err)
-	}
+	raw := encodeRecord(t)
 	if err := tx.Bucket(bucketTokens).Put([]byte(t.Serial), raw); err != nil {
 		return err
 	}
 	if cache {
-		s.decoded.put(t.Serial, raw, t)
+		// raw is this write's own buffer, never changed after the Put.
+		s.decoded.keep(t.Serial, raw, t.Clone())
 	} else {
 		s.decoded.forget(t.Serial)
 	}
@@ -449,7 +454,7 @@ func (s *Service) Exists(ctx context.Context, serial string) (bool, error) {
 func (s *Service) Update(ctx context.Context, serial string, allowLocked bool, fn func(t *Token) error) (*Token, error) {
 	var out *Token
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
-		old, err := s.load(tx, serial)
+		old, err := s.loadShared(tx, serial)
 		if err != nil {
 			return err
 		}
