@@ -18,6 +18,7 @@
 package offheap
 
 import (
+	"reflect"
 	"sync"
 	"unsafe"
 )
@@ -37,14 +38,11 @@ type Arena struct {
 // New returns an empty arena.
 func New() *Arena { return &Arena{} }
 
-// Elem is the element types an arena allocates: pointer-free numbers.
-type Elem interface {
-	~uint8 | ~uint16 | ~uint32 | ~uint64 | ~int32 | ~int64
-}
-
 // Make returns a zeroed slice of length n and capacity c (c >= n) of E,
-// outside the heap when its size reaches MinSize and a is not nil.
-func Make[E Elem](a *Arena, n, c int) []E {
+// outside the heap when its size reaches MinSize and a is not nil. E must
+// hold no pointers (numbers, and arrays and structs of them): Make panics
+// otherwise, as the collector would not see them.
+func Make[E any](a *Arena, n, c int) []E {
 	if c < n {
 		c = n
 	}
@@ -52,6 +50,9 @@ func Make[E Elem](a *Arena, n, c int) []E {
 	size := c * int(unsafe.Sizeof(zero))
 	if a == nil || size < MinSize {
 		return make([]E, n, c)
+	}
+	if !pointerFree(reflect.TypeFor[E]()) {
+		panic("offheap: element type " + reflect.TypeFor[E]().String() + " holds pointers")
 	}
 	mem := a.alloc(size)
 	if mem == nil {
@@ -119,4 +120,24 @@ func Attach[T any](owner *T, a *Arena) {
 		return
 	}
 	attach(owner, a)
+}
+
+// pointerFree reports whether values of t hold no pointers.
+func pointerFree(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return true
+	case reflect.Array:
+		return t.Len() == 0 || pointerFree(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !pointerFree(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

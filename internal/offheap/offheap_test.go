@@ -152,3 +152,27 @@ func TestConcurrentMake(t *testing.T) {
 		t.Fatalf("size %d", a.Size())
 	}
 }
+
+func TestPointerTypesRefused(t *testing.T) {
+	a := New()
+	defer a.Free()
+	type key struct {
+		k0, k1 uint64
+		n      [2]uint32
+	}
+	k := Make[key](a, MinSize/24+1, 0)
+	k[0].n[1] = 3
+	if a.Size() == 0 {
+		t.Fatal("a pointer-free struct should go off the heap")
+	}
+	type withPtr struct {
+		n int
+		s string
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Make accepted a type holding pointers")
+		}
+	}()
+	_ = Make[withPtr](a, MinSize, 0)
+}
