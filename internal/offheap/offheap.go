@@ -61,6 +61,23 @@ func Make[E any](a *Arena, n, c int) []E {
 	return unsafe.Slice((*E)(unsafe.Pointer(unsafe.SliceData(mem))), c)[:n]
 }
 
+// Grow returns s with room for extra more elements: s itself when it has
+// it, else a copy with at least twice the capacity, from a (on the heap
+// when a is nil or the size is small). When s's memory is one of a's
+// mappings it is released, so s must not be used after; Grow is for
+// builders that own s alone.
+func Grow[E any](a *Arena, s []E, extra int) []E {
+	if cap(s)-len(s) >= extra {
+		return s
+	}
+	grown := Make[E](a, len(s), max(2*cap(s), len(s)+extra))
+	copy(grown, s)
+	if cap(s) > 0 {
+		a.release(unsafe.Pointer(unsafe.SliceData(s[:1])))
+	}
+	return grown
+}
+
 // Bytes is Make for a byte slice.
 func Bytes(a *Arena, n, c int) []byte { return Make[byte](a, n, c) }
 
@@ -84,6 +101,27 @@ func (a *Arena) alloc(size int) []byte {
 	a.maps = append(a.maps, mem)
 	a.size += len(mem)
 	return mem
+}
+
+// release unmaps the mapping that starts at p, if a has one.
+func (a *Arena) release(p unsafe.Pointer) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	var found []byte
+	for i, m := range a.maps {
+		if unsafe.Pointer(unsafe.SliceData(m)) == p {
+			found = m
+			a.maps = append(a.maps[:i], a.maps[i+1:]...)
+			a.size -= len(m)
+			break
+		}
+	}
+	a.mu.Unlock()
+	if found != nil {
+		unmap(found)
+	}
 }
 
 // Size is the memory the arena holds outside the heap, in bytes.

@@ -176,3 +176,30 @@ func TestPointerTypesRefused(t *testing.T) {
 	}()
 	_ = Make[withPtr](a, MinSize, 0)
 }
+
+func TestGrow(t *testing.T) {
+	a := New()
+	defer a.Free()
+	s := Make[uint32](a, 0, MinSize/4)
+	for i := range MinSize/4 + 5 {
+		s = Grow(a, s, 1)
+		s = append(s, uint32(i))
+	}
+	for i, v := range s {
+		if v != uint32(i) {
+			t.Fatalf("s[%d] = %d after growing", i, v)
+		}
+	}
+	if got, want := a.Size(), cap(s)*4; got != want {
+		t.Fatalf("arena holds %d bytes, want %d (the outgrown mapping released)", got, want)
+	}
+	small := Grow(a, []byte(nil), 10)
+	if cap(small) < 10 || a.Size() != cap(s)*4 {
+		t.Fatal("a small Grow")
+	}
+	h := make([]uint64, 3)
+	h = Grow(a, h, MinSize/8)
+	if len(h) != 3 || cap(h) < MinSize/8+3 {
+		t.Fatalf("len %d cap %d", len(h), cap(h))
+	}
+}
