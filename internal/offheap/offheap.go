@@ -70,6 +70,10 @@ func Grow[E any](a *Arena, s []E, extra int) []E {
 	if cap(s)-len(s) >= extra {
 		return s
 	}
+	return grow(a, s, extra)
+}
+
+func grow[E any](a *Arena, s []E, extra int) []E {
 	grown := Make[E](a, len(s), max(2*cap(s), len(s)+extra))
 	copy(grown, s)
 	if cap(s) > 0 {
