@@ -20,11 +20,25 @@ package offheap
 import (
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
 // MinSize is the smallest allocation (in bytes) placed outside the heap.
 const MinSize = 1 << 20
+
+// minSize is MinSize unless a test lowered it.
+var minSize atomic.Int64
+
+func init() { minSize.Store(MinSize) }
+
+// SetMinSize sets the smallest allocation placed outside the heap, so that
+// tests of the packages using an arena run their small data through it
+// too; restore puts MinSize back. Only tests call it.
+func SetMinSize(n int) (restore func()) {
+	minSize.Store(int64(n))
+	return func() { minSize.Store(MinSize) }
+}
 
 // Arena is the off-heap memory of one owner. The zero value is not usable;
 // use New.
@@ -48,7 +62,7 @@ func Make[E any](a *Arena, n, c int) []E {
 	}
 	var zero E
 	size := c * int(unsafe.Sizeof(zero))
-	if a == nil || size < MinSize {
+	if a == nil || size < int(minSize.Load()) || size == 0 {
 		return make([]E, n, c)
 	}
 	if !pointerFree(reflect.TypeFor[E]()) {

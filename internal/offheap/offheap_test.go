@@ -203,3 +203,21 @@ func TestGrow(t *testing.T) {
 		t.Fatalf("len %d cap %d", len(h), cap(h))
 	}
 }
+
+func TestSetMinSize(t *testing.T) {
+	restore := SetMinSize(64)
+	a := New()
+	s := Make[uint32](a, 16, 16)
+	s[15] = 1
+	if a.Size() == 0 {
+		t.Fatal("64 bytes stayed on the heap with the minimum at 64")
+	}
+	a.Free()
+	restore()
+	b := New()
+	defer b.Free()
+	_ = Make[uint32](b, 16, 16)
+	if b.Size() != 0 {
+		t.Fatal("restore did not put MinSize back")
+	}
+}
