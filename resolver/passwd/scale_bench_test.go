@@ -84,13 +84,18 @@ func BenchmarkPasswd1M(b *testing.B) {
 	heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	// The process's anonymous resident memory once the collector has
 	// returned what it can (heap and off-heap data alike), and its peak.
+	kept := procStatus("RssAnon:") // before the heap left unused is returned
 	debug.FreeOSMemory()
 	anon, peak := procStatus("RssAnon:"), procStatus("VmHWM:")
 	b.Run("Memory", func(b *testing.B) {
 		for b.Loop() {
 		}
 		b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
+		// The heap size at which the next collection starts (GOGC): what
+		// the process grows to under load.
+		b.ReportMetric(float64(after.NextGC)/(1<<20), "heap-goal-MiB")
 		if anon > 0 {
+			b.ReportMetric(float64(kept)/(1<<20), "rss-anon-kept-MiB")
 			b.ReportMetric(float64(anon)/(1<<20), "rss-anon-MiB")
 			b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MiB")
 		}
