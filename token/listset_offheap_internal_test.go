@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/authsrv/authsrv/internal/offheap"
 )
@@ -21,6 +22,7 @@ func TestListSetOffHeap(t *testing.T) {
 	wg.Go(func() {
 		for !stop.Load() {
 			runtime.GC()
+			time.Sleep(time.Millisecond)
 		}
 	})
 	defer func() {
