@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/authsrv/authsrv/fileroot"
@@ -114,7 +113,7 @@ func (p policy) read(ctx context.Context, path string, limit int64, unchanged fu
 	// The text goes straight into the snapshot's memory (outside the heap
 	// when large); a file that grew since its stat continues on the heap.
 	mem := offheap.New()
-	buf, err := readAll(f, offheap.Bytes(mem, 0, int(fi.Size())+512), limit)
+	buf, err := readAll(f, mem, offheap.Bytes(mem, 0, int(fi.Size())+512), limit)
 	if err != nil {
 		mem.Free()
 		return nil, err
@@ -134,12 +133,12 @@ func (p policy) read(ctx context.Context, path string, limit int64, unchanged fu
 	return snap, nil
 }
 
-// readAll appends r's bytes to buf; a text over limit bytes is refused
-// (after limit+1 bytes).
-func readAll(r io.Reader, buf []byte, limit int64) ([]byte, error) {
+// readAll appends r's bytes to buf (growing it in mem); a text over
+// limit bytes is refused (after limit+1 bytes).
+func readAll(r io.Reader, mem *offheap.Arena, buf []byte, limit int64) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, 64<<10)
+			buf = offheap.Grow(mem, buf, 64<<10)
 		}
 		end := cap(buf)
 		if int64(end) > limit {
