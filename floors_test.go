@@ -51,6 +51,7 @@ var floors = map[string]float64{
 	"otp":                1,
 	"internal/otp":       1.25, // re-exports the public otp package
 	"internal/tokenfile": 1,
+	"internal/offheap":   0,
 	// Test helpers: imported by tests only.
 	"internal/testsvc": 1,
 }

@@ -2,6 +2,8 @@ package authsrv
 
 import (
 	"context"
+	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -37,5 +39,34 @@ func (s *Server) preloadResolvers() {
 	defer cancel()
 	if err := s.resolvers.Preload(ctx); err != nil {
 		s.cfg.log.Error().Err(err).Str("component", "resolver").Msg("listing the resolvers to load at start failed")
+	}
+	go s.releaseLoadMemory()
+}
+
+// loadSlack is the heap the start-up loads may leave unused but resident
+// before it is handed back to the operating system at once.
+const loadSlack = 16 << 20
+
+// releaseLoadMemory waits for the start-up loads (they run in the
+// background; Ready reports them) and then, when they left at least
+// loadSlack of heap unused (a big passwd file's load peaks well above
+// what its index keeps), returns that memory to the operating system.
+// Otherwise the load's transient heap stays resident for minutes: the
+// runtime's scavenger returns it only gradually, and until then it counts
+// in the process's RSS as if still in use.
+func (s *Server) releaseLoadMemory() {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for s.resolvers.Loading() != nil {
+		select {
+		case <-s.done:
+			return
+		case <-tick.C:
+		}
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	if m.HeapIdle-m.HeapReleased >= loadSlack {
+		debug.FreeOSMemory()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -135,6 +136,20 @@ func BenchmarkListSet(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(ls.bytes()), "set-bytes")
+		// Where the set's memory is: the Go heap it adds, and the memory
+		// outside the heap.
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		var fresh *listSet
+		if err := db.View(b.Context(), func(tx store.Tx) error { fresh = buildListSet(tx); return nil }); err != nil || fresh == nil {
+			b.Fatal("no set", err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)), "set-heap-bytes")
+		b.ReportMetric(float64(offheapSize(fresh)), "set-offheap-bytes")
+		runtime.KeepAlive(fresh)
 	})
 	b.Run("patch-1", func(b *testing.B) {
 		for b.Loop() {
@@ -159,3 +174,6 @@ func BenchmarkListSet(b *testing.B) {
 		}
 	})
 }
+
+// offheapSize is the memory a set holds outside the Go heap.
+func offheapSize(ls *listSet) int { return ls.mem.Size() }

@@ -42,10 +42,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"runtime"
 	"slices"
 	"sort"
 	"time"
 
+	"github.com/authsrv/authsrv/internal/offheap"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/user"
 )
@@ -139,7 +141,14 @@ const (
 
 // listSet is the compact in-memory copy of the list attributes of every
 // token at one generation. It is never changed once built.
+//
+// At scale its columns live outside the Go heap (in mem, freed once the
+// set is unreachable), so that the collector neither counts them in its
+// heap goal nor scans them. Every method that reads the columns keeps the
+// set reachable until it is done (runtime.KeepAlive) and returns copies,
+// never the columns' memory; text is for those methods alone.
 type listSet struct {
+	mem   *offheap.Arena
 	gen   uint64
 	lower []byte   // serials in key order, ASCII lower case, each ending in \0
 	off   []uint32 // start of entry i in lower; off[n] = len(lower)
@@ -177,6 +186,7 @@ func (ls *listSet) text(i int) []byte { return ls.lower[ls.off[i] : ls.off[i+1]-
 
 // serial is entry i's key.
 func (ls *listSet) serial(i int) string {
+	defer runtime.KeepAlive(ls)
 	switch ls.class[i] {
 	case caseLower:
 		return string(ls.text(i))
@@ -188,6 +198,7 @@ func (ls *listSet) serial(i int) string {
 
 // appendSerial appends entry i's key to dst.
 func (ls *listSet) appendSerial(dst []byte, i int) []byte {
+	defer runtime.KeepAlive(ls)
 	switch ls.class[i] {
 	case caseLower:
 		return append(dst, ls.text(i)...)
@@ -207,7 +218,8 @@ func upperASCII(dst, k []byte) []byte {
 	return dst
 }
 
-// setBuilder appends entries to a set, interning the codes.
+// setBuilder appends entries to a set, interning the codes. The set's
+// columns come from its arena, grown there when a guess falls short.
 type setBuilder struct {
 	ls                          *listSet
 	typeIdx, orealmIdx, rollIdx map[string]uint16
@@ -217,10 +229,12 @@ type setBuilder struct {
 }
 
 func newSetBuilder(gen uint64, n int, dicts *listSet) *setBuilder {
-	ls := &listSet{gen: gen, other: map[uint32]string{},
-		lower: make([]byte, 0, n*13), off: make([]uint32, 0, n+1), class: make([]uint8, 0, n), pairs: make([]uint32, 0, n),
-		typ: make([]uint16, 0, n), orealm: make([]uint16, 0, n), rset: make([]uint16, 0, n),
-		roll: make([]uint16, 0, n), flags: make([]uint8, 0, n), orealms: []string{""}}
+	mem := offheap.New()
+	ls := &listSet{mem: mem, gen: gen, other: map[uint32]string{},
+		lower: offheap.Make[byte](mem, 0, n*13), off: offheap.Make[uint32](mem, 0, n+1),
+		class: offheap.Make[uint8](mem, 0, n), pairs: offheap.Make[uint32](mem, 0, n),
+		typ: offheap.Make[uint16](mem, 0, n), orealm: offheap.Make[uint16](mem, 0, n), rset: offheap.Make[uint16](mem, 0, n),
+		roll: offheap.Make[uint16](mem, 0, n), flags: offheap.Make[uint8](mem, 0, n), orealms: []string{""}}
 	b := &setBuilder{ls: ls, typeIdx: map[string]uint16{}, orealmIdx: map[string]uint16{}, rollIdx: map[string]uint16{}, rsetIdx: map[string]uint16{}}
 	if dicts != nil {
 		ls.types = slices.Clone(dicts.types)
@@ -324,6 +338,7 @@ func (b *setBuilder) addAttr(serial, raw []byte) bool {
 		}
 	}
 	b.addSerial(serial)
+	b.room(1)
 	ls.typ = append(ls.typ, b.intern(b.typeIdx, &ls.types, typ))
 	ls.roll = append(ls.roll, b.intern(b.rollIdx, &ls.rolls, roll))
 	ls.orealm = append(ls.orealm, oc)
@@ -332,8 +347,22 @@ func (b *setBuilder) addAttr(serial, raw []byte) bool {
 	return true
 }
 
+// room makes room for k more entries in the code columns.
+func (b *setBuilder) room(k int) {
+	ls := b.ls
+	ls.typ = offheap.Grow(ls.mem, ls.typ, k)
+	ls.orealm = offheap.Grow(ls.mem, ls.orealm, k)
+	ls.rset = offheap.Grow(ls.mem, ls.rset, k)
+	ls.roll = offheap.Grow(ls.mem, ls.roll, k)
+	ls.flags = offheap.Grow(ls.mem, ls.flags, k)
+}
+
 func (b *setBuilder) addSerial(serial []byte) {
 	ls := b.ls
+	ls.off = offheap.Grow(ls.mem, ls.off, 2) // and finish's last offset
+	ls.lower = offheap.Grow(ls.mem, ls.lower, len(serial)+1)
+	ls.class = offheap.Grow(ls.mem, ls.class, 1)
+	ls.pairs = offheap.Grow(ls.mem, ls.pairs, 1)
 	i := len(ls.off)
 	ls.off = append(ls.off, uint32(len(ls.lower)))
 	start := len(ls.lower)
@@ -395,6 +424,13 @@ func (b *setBuilder) copyFrom(old *listSet, from, to int) {
 		return
 	}
 	ls := b.ls
+	defer runtime.KeepAlive(old)
+	k := to - from
+	ls.off = offheap.Grow(ls.mem, ls.off, k+1)
+	ls.lower = offheap.Grow(ls.mem, ls.lower, int(old.off[to]-old.off[from]))
+	ls.class = offheap.Grow(ls.mem, ls.class, k)
+	ls.pairs = offheap.Grow(ls.mem, ls.pairs, k)
+	b.room(k)
 	shift := int64(len(ls.lower)) - int64(old.off[from])
 	for i := from; i < to; i++ {
 		ls.off = append(ls.off, uint32(int64(old.off[i])+shift))
@@ -414,11 +450,16 @@ func (b *setBuilder) copyFrom(old *listSet, from, to int) {
 
 func (b *setBuilder) finish() *listSet {
 	if b.full {
+		b.drop()
 		return nil
 	}
 	b.ls.off = append(b.ls.off, uint32(len(b.ls.lower)))
+	offheap.Attach(b.ls, b.ls.mem)
 	return b.ls
 }
+
+// drop frees the memory of a set that finish did not return.
+func (b *setBuilder) drop() { b.ls.mem.Free() }
 
 // bytes reads a length-prefixed field without copying it.
 func (r *attrReader) bytes() []byte {
@@ -446,10 +487,8 @@ func buildListSet(tx store.Tx) *listSet {
 	b := newSetBuilder(readGen(tx), n, nil)
 	c := tx.Bucket(bucketAttr).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if !b.addAttr(k, v) {
-			return nil
-		}
-		if len(b.ls.lower) >= 1<<32-1<<16 {
+		if !b.addAttr(k, v) || len(b.ls.lower) >= 1<<32-1<<16 {
+			b.drop()
 			return nil
 		}
 	}
@@ -486,12 +525,14 @@ func patchListSet(tx store.Tx, old *listSet) *listSet {
 		}
 		if k, v := ac.Seek(serial); string(k) == changedSerial {
 			if !b.addAttr(k, v) {
+				b.drop()
 				return nil
 			}
 		}
 	}
 	b.copyFrom(old, pos, old.len())
 	if len(b.ls.lower) >= 1<<32-1<<16 {
+		b.drop()
 		return nil
 	}
 	return b.finish()
@@ -766,6 +807,7 @@ func (q *setQuery) scan() *scanner { return &scanner{q: q} }
 // next returns the next matching entry, or -1.
 func (sc *scanner) next() int {
 	q, ls := sc.q, sc.q.ls
+	defer runtime.KeepAlive(ls) // q.serial and q.others read its columns
 	n := ls.len()
 	if q.pairs != 0 {
 		pairs, want := ls.pairs, q.pairs

@@ -7,10 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/authsrv/authsrv/fileroot"
+	"github.com/authsrv/authsrv/internal/offheap"
 )
 
 // DefaultMaxFileSize is the largest passwd file a store loads unless its
@@ -110,26 +110,52 @@ func (p policy) read(ctx context.Context, path string, limit int64, unchanged fu
 	if fi.Size() > limit {
 		return nil, &tooLargeError{fi.Size(), limit}
 	}
-	var buf strings.Builder
-	buf.Grow(int(fi.Size()) + 512)
-	if _, err := io.Copy(&buf, io.LimitReader(f, limit+1)); err != nil {
+	// The text goes straight into the snapshot's memory (outside the heap
+	// when large); a file that grew since its stat continues on the heap.
+	mem := offheap.New()
+	buf, err := readAll(f, mem, offheap.Bytes(mem, 0, int(fi.Size())+512), limit)
+	if err != nil {
+		mem.Free()
 		return nil, err
 	}
-	if int64(buf.Len()) > limit {
-		return nil, &tooLargeError{int64(buf.Len()), limit}
-	}
-	data := buf.String()
+	data := offheap.String(buf)
 	var rep progress
 	if report != nil {
 		report(0, int64(len(data)))
 		rep = func(done int) { report(int64(done), int64(len(data))) }
 	}
-	snap, err := parse(ctx, data, rep)
+	snap, err := parseIn(ctx, mem, data, rep)
 	if err != nil {
+		mem.Free()
 		return nil, err
 	}
 	snap.stat = st
 	return snap, nil
+}
+
+// readAll appends r's bytes to buf (growing it in mem); a text over
+// limit bytes is refused (after limit+1 bytes).
+func readAll(r io.Reader, mem *offheap.Arena, buf []byte, limit int64) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = offheap.Grow(mem, buf, 64<<10)
+		}
+		end := cap(buf)
+		if int64(end) > limit {
+			end = int(limit) + 1
+		}
+		n, err := r.Read(buf[len(buf):end])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return nil, &tooLargeError{int64(len(buf)), limit}
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // size returns the size of the file under the confinement's rules.

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/authsrv/authsrv/internal/offheap"
 )
 
 // snapshot is one loaded version of the file: the file's text and, per
@@ -21,7 +23,15 @@ import (
 // Fields are cut from the text when needed, so the memory is the file's
 // size plus about 45 bytes per user. It is never modified after parse
 // returns.
+//
+// At scale the text and the arrays live outside the Go heap (in mem,
+// freed when the snapshot becomes unreachable), so that the collector
+// neither counts them twice in its heap goal nor scans them. Whoever
+// reads a snapshot keeps it reachable while it uses strings cut from it
+// (runtime.KeepAlive), and copies what it returns (entry, the store's
+// UserID).
 type snapshot struct {
+	mem   *offheap.Arena
 	data  string
 	lines []uint32 // entry id -> offset of its line in data
 	// The email of each entry (from the gecos): offset in data and length
@@ -90,9 +100,10 @@ func (s *snapshot) uidNum(id uint32) uint32 {
 	return n
 }
 
-// entry parses entry id's line.
+// entry parses a copy of entry id's line: its fields outlive the
+// snapshot.
 func (s *snapshot) entry(id uint32) entry {
-	e, _ := parseLine(s.line(id))
+	e, _ := parseLine(strings.Clone(s.line(id)))
 	return e
 }
 
@@ -126,7 +137,7 @@ func (s *snapshot) hashLogins() {
 		size <<= 1
 	}
 	s.seed = maphash.MakeSeed()
-	s.loginHash = make([]uint32, size)
+	s.loginHash = offheap.Make[uint32](s.mem, size, size)
 	mask := uint64(size - 1)
 	for id := range uint32(n) {
 		i := maphash.String(s.seed, s.login(id)) & mask
@@ -264,8 +275,11 @@ func makeKey(v string, id uint32) sortKey {
 
 // sortFolded returns the entry ids 0..n-1 sorted by fold(get(id)), ties
 // by id, and with withKeys each one's first 8 folded bytes (prefixKey).
-func sortFolded(n int, get func(uint32) string, withKeys bool) ([]uint32, []uint64) {
-	keys := make([]sortKey, n)
+// The results come from mem; the keys are scratch memory freed on return.
+func sortFolded(mem *offheap.Arena, n int, get func(uint32) string, withKeys bool) ([]uint32, []uint64) {
+	scratch := offheap.New()
+	defer scratch.Free()
+	keys := offheap.Make[sortKey](scratch, n, n)
 	for i := range n {
 		keys[i] = makeKey(get(uint32(i)), uint32(i))
 	}
@@ -285,14 +299,14 @@ func sortFolded(n int, get func(uint32) string, withKeys bool) ([]uint32, []uint
 		}
 		return cmp.Compare(a.id, b.id)
 	})
-	ids := make([]uint32, n)
+	ids := offheap.Make[uint32](mem, n, n)
 	for i, k := range keys {
 		ids[i] = k.id
 	}
 	if !withKeys {
 		return ids, nil
 	}
-	k0 := make([]uint64, n)
+	k0 := offheap.Make[uint64](mem, n, n)
 	for i, k := range keys {
 		k0[i] = k.k0
 	}
@@ -311,12 +325,14 @@ type parsed struct {
 
 // parseSpan parses the lines of data[from:to] (to at a line end or the
 // end of data).
-func parseSpan(ctx context.Context, data string, from, to int, done *atomic.Int64, report progress) (parsed, error) {
+// The arrays come from mem, sized for every line of the span (they never
+// grow past it).
+func parseSpan(ctx context.Context, mem *offheap.Arena, data string, from, to int, done *atomic.Int64, report progress) (parsed, error) {
 	var p parsed
 	estimate := strings.Count(data[from:to], "\n") + 1
-	p.lines = make([]uint32, 0, estimate)
-	p.emailOff = make([]uint32, 0, estimate)
-	p.emailLen = make([]uint8, 0, estimate)
+	p.lines = offheap.Make[uint32](mem, 0, estimate)
+	p.emailOff = offheap.Make[uint32](mem, 0, estimate)
+	p.emailLen = offheap.Make[uint8](mem, 0, estimate)
 	off, last := from, from
 	for lineNo := 1; off < to; lineNo++ {
 		if lineNo&8191 == 0 {
@@ -376,6 +392,18 @@ func parseWorkers(size int) int {
 // every login maps to one uid and back. Big files are parsed and indexed
 // by several goroutines.
 func parse(ctx context.Context, data string, report progress) (*snapshot, error) {
+	mem := offheap.New()
+	s, err := parseIn(ctx, mem, data, report)
+	if err != nil {
+		mem.Free()
+	}
+	return s, err
+}
+
+// parseIn is parse with the snapshot's arrays in mem, which becomes the
+// snapshot's (freed once the snapshot is unreachable; data may be in it
+// too). On an error mem is the caller's to free.
+func parseIn(ctx context.Context, mem *offheap.Arena, data string, report progress) (*snapshot, error) {
 	workers := parseWorkers(len(data))
 	// Cut the text into spans at line ends.
 	bounds := []int{0}
@@ -391,6 +419,13 @@ func parse(ctx context.Context, data string, report progress) (*snapshot, error)
 	bounds = append(bounds, len(data))
 	parts := make([]parsed, workers)
 	errs := make([]error, workers)
+	// One worker parses straight into the snapshot's memory; several
+	// parse into scratch memory, freed once their parts are joined.
+	partMem := mem
+	if workers > 1 {
+		partMem = offheap.New()
+		defer partMem.Free()
+	}
 	var done atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -398,13 +433,13 @@ func parse(ctx context.Context, data string, report progress) (*snapshot, error)
 		if w > 0 {
 			rep = nil // one worker reports the sum
 		}
-		wg.Go(func() { parts[w], errs[w] = parseSpan(ctx, data, bounds[w], bounds[w+1], &done, rep) })
+		wg.Go(func() { parts[w], errs[w] = parseSpan(ctx, partMem, data, bounds[w], bounds[w+1], &done, rep) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	s := &snapshot{data: data}
+	s := &snapshot{mem: mem, data: data}
 	if workers == 1 {
 		s.lines, s.emailOff, s.emailLen, s.skipped = parts[0].lines, parts[0].emailOff, parts[0].emailLen, parts[0].skipped
 	} else {
@@ -412,7 +447,7 @@ func parse(ctx context.Context, data string, report progress) (*snapshot, error)
 		for _, p := range parts {
 			n += len(p.lines)
 		}
-		s.lines, s.emailOff, s.emailLen = make([]uint32, 0, n), make([]uint32, 0, n), make([]uint8, 0, n)
+		s.lines, s.emailOff, s.emailLen = offheap.Make[uint32](mem, 0, n), offheap.Make[uint32](mem, 0, n), offheap.Make[uint8](mem, 0, n)
 		for i := range parts {
 			p := &parts[i]
 			s.lines = append(s.lines, p.lines...)
@@ -433,6 +468,7 @@ func parse(ctx context.Context, data string, report progress) (*snapshot, error)
 		s.remove(drop)
 	}
 	s.hashLogins()
+	offheap.Attach(s, mem)
 	return s, nil
 }
 
@@ -440,10 +476,10 @@ func parse(ctx context.Context, data string, report progress) (*snapshot, error)
 func (s *snapshot) index(workers int) {
 	n := s.count()
 	jobs := []func(){
-		func() { s.byLogin, s.loginKeys = sortFolded(n, s.login, true) },
-		func() { s.byDesc, _ = sortFolded(n, s.gecos, false) },
-		func() { s.byEmail, _ = sortFolded(n, s.email, false) },
-		func() { s.byUID, s.uidKeys = sortUIDs(n, s.uidNum) },
+		func() { s.byLogin, s.loginKeys = sortFolded(s.mem, n, s.login, true) },
+		func() { s.byDesc, _ = sortFolded(s.mem, n, s.gecos, false) },
+		func() { s.byEmail, _ = sortFolded(s.mem, n, s.email, false) },
+		func() { s.byUID, s.uidKeys = sortUIDs(s.mem, n, s.uidNum) },
 	}
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
@@ -458,14 +494,16 @@ func (s *snapshot) index(workers int) {
 }
 
 // sortUIDs returns the entry ids sorted by numeric uid, ties by id, and
-// each one's uid.
-func sortUIDs(n int, num func(uint32) uint32) ([]uint32, []uint32) {
-	keys := make([]uint64, n)
+// each one's uid (from mem; the keys are scratch memory).
+func sortUIDs(mem *offheap.Arena, n int, num func(uint32) uint32) ([]uint32, []uint32) {
+	scratch := offheap.New()
+	defer scratch.Free()
+	keys := offheap.Make[uint64](scratch, n, n)
 	for i := range n {
 		keys[i] = uint64(num(uint32(i)))<<32 | uint64(i)
 	}
 	slices.Sort(keys)
-	ids, nums := make([]uint32, n), make([]uint32, n)
+	ids, nums := offheap.Make[uint32](mem, n, n), offheap.Make[uint32](mem, n, n)
 	for i, k := range keys {
 		ids[i], nums[i] = uint32(k), uint32(k>>32)
 	}
@@ -526,7 +564,9 @@ func (s *snapshot) duplicateIDs() []uint32 {
 // remove drops the entries drop (sorted) and renumbers the rest.
 func (s *snapshot) remove(drop []uint32) {
 	n := s.count()
-	remap := make([]uint32, n)
+	scratch := offheap.New()
+	defer scratch.Free()
+	remap := offheap.Make[uint32](scratch, n, n)
 	const gone = ^uint32(0)
 	next, d := uint32(0), 0
 	for id := range n {
@@ -541,9 +581,9 @@ func (s *snapshot) remove(drop []uint32) {
 	}
 	s.lines, s.emailOff, s.emailLen = slices.Clip(s.lines[:next]), slices.Clip(s.emailOff[:next]), slices.Clip(s.emailLen[:next])
 	for _, idx := range []*[]uint32{&s.byLogin, &s.byDesc, &s.byEmail, &s.byUID} {
+		// In place: an entry is written at or before where it was read.
 		out := (*idx)[:0]
-		var lk []uint64
-		var uk []uint32
+		lk, uk := s.loginKeys[:0], s.uidKeys[:0]
 		for i, id := range *idx {
 			r := remap[id]
 			if r == gone {

@@ -23,7 +23,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -389,11 +391,12 @@ func (s *store) UserID(ctx context.Context, login string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	defer runtime.KeepAlive(snap) // its text may be outside the heap
 	id, ok := snap.byLoginExact(login)
 	if !ok {
 		return "", resolver.ErrNoUser
 	}
-	return snap.uid(id), nil
+	return strings.Clone(snap.uid(id)), nil
 }
 
 // User returns the info of the line with uid.
@@ -402,6 +405,7 @@ func (s *store) User(ctx context.Context, uid string) (resolver.Info, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer runtime.KeepAlive(snap)
 	id, ok := snap.byUIDExact(uid)
 	if !ok {
 		return nil, resolver.ErrNoUser
@@ -432,6 +436,7 @@ func (s *store) SearchPage(ctx context.Context, filter map[string]string, offset
 	if err != nil {
 		return resolver.Page{}, err
 	}
+	defer runtime.KeepAlive(snap)
 	return m.page(ctx, snap, offset, limit)
 }
 
@@ -443,6 +448,7 @@ func (s *store) CheckPassword(ctx context.Context, uid, password string) (bool, 
 	if err != nil {
 		return false, err
 	}
+	defer runtime.KeepAlive(snap)
 	hash := ""
 	if id, ok := snap.byUIDExact(uid); ok {
 		hash = snap.field(id, 1)

@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/authsrv/authsrv/resolver"
@@ -38,6 +41,22 @@ func scaleFile(b *testing.B, n int) (string, int64) {
 	return path, fi.Size()
 }
 
+// procStatus is a field of /proc/self/status in bytes (0 where there is
+// none).
+func procStatus(field string) int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, field); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
 // BenchmarkPasswd1M is the passwd store at a million users: the first
 // lookup after the store is built (the whole load), an exact login and uid
 // lookup, a page of a prefix search (user12*: 11,111 matches), a page of
@@ -63,10 +82,23 @@ func BenchmarkPasswd1M(b *testing.B) {
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	// The process's anonymous resident memory once the collector has
+	// returned what it can (heap and off-heap data alike), and its peak.
+	kept := procStatus("RssAnon:") // before the heap left unused is returned
+	debug.FreeOSMemory()
+	anon, peak := procStatus("RssAnon:"), procStatus("VmHWM:")
 	b.Run("Memory", func(b *testing.B) {
 		for b.Loop() {
 		}
 		b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
+		// The heap size at which the next collection starts (GOGC): what
+		// the process grows to under load.
+		b.ReportMetric(float64(after.NextGC)/(1<<20), "heap-goal-MiB")
+		if anon > 0 {
+			b.ReportMetric(float64(kept)/(1<<20), "rss-anon-kept-MiB")
+			b.ReportMetric(float64(anon)/(1<<20), "rss-anon-MiB")
+			b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MiB")
+		}
 		b.ReportMetric(float64(size)/(1<<20), "file-MiB")
 		b.ReportMetric(float64(heap)/float64(size), "heap/file")
 	})
