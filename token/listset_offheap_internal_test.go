@@ -1,11 +1,7 @@
 package token
 
 import (
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/authsrv/authsrv/internal/offheap"
 )
@@ -16,19 +12,7 @@ import (
 // freeing each replaced set as soon as it is unreachable: a list still
 // reading a set, or a patch reading the old one, must keep it alive.
 func TestListSetOffHeap(t *testing.T) {
-	defer offheap.SetMinSize(64)()
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for !stop.Load() {
-			runtime.GC()
-			time.Sleep(time.Millisecond)
-		}
-	})
-	defer func() {
-		stop.Store(true)
-		wg.Wait()
-	}()
+	offheap.Stress(t)
 	t.Run("reference", TestListSetMatchesReference)
 	t.Run("classes", TestListSetSerialClasses)
 	t.Run("concurrent", TestListSetConcurrentChanges)

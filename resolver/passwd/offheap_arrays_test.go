@@ -1,11 +1,7 @@
 package passwd_test
 
 import (
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/authsrv/authsrv/internal/offheap"
 )
@@ -15,19 +11,7 @@ import (
 // (the minimum lowered to 64 bytes) while the collector runs without
 // pause, freeing each replaced version as soon as it is unreachable.
 func TestIndexOffHeap(t *testing.T) {
-	defer offheap.SetMinSize(64)()
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for !stop.Load() {
-			runtime.GC()
-			time.Sleep(time.Millisecond)
-		}
-	})
-	defer func() {
-		stop.Store(true)
-		wg.Wait()
-	}()
+	offheap.Stress(t)
 	t.Run("reload", TestReloadDuringLookups)
 	t.Run("loading", TestLoadingAtCreation)
 }

@@ -83,6 +83,34 @@ func (db *DB) TrimResident() (ResidentStats, error) {
 
 // trim drops the resident pages without counting them first.
 func (db *DB) trim() error {
+	return db.inMapLock(func(data uintptr, size int64) error { return dropResident(data, size) })
+}
+
+// residentOp counts, and with trim drops, the resident pages.
+func (db *DB) residentOp(trim bool) (ResidentStats, error) {
+	if !residentSupported {
+		return ResidentStats{}, nil
+	}
+	var st ResidentStats
+	err := db.inMapLock(func(data uintptr, size int64) error {
+		st = ResidentStats{Supported: true, FileBytes: size}
+		n, err := residentBytes(data, size)
+		if err != nil {
+			return err
+		}
+		st.ResidentBytes = n
+		if trim {
+			return dropResident(data, size)
+		}
+		return nil
+	})
+	return st, err
+}
+
+// inMapLock runs fn with the start of bbolt's map and the data size inside
+// a read transaction: bbolt holds its map lock for reading while one is
+// open, so the map cannot move or shrink under fn's system calls.
+func (db *DB) inMapLock(fn func(data uintptr, size int64) error) error {
 	if !db.enter() {
 		return store.ErrClosed
 	}
@@ -92,37 +120,5 @@ func (db *DB) trim() error {
 		return mapErr(err)
 	}
 	defer func() { _ = btx.Rollback() }()
-	return dropResident(db.bdb.Info().Data, btx.Size())
-}
-
-// residentOp counts, and with trim drops, the resident pages, inside a read
-// transaction: bbolt holds its map lock for reading while one is open, so
-// the map cannot move or shrink under the system calls.
-func (db *DB) residentOp(trim bool) (ResidentStats, error) {
-	if !residentSupported {
-		return ResidentStats{}, nil
-	}
-	if !db.enter() {
-		return ResidentStats{}, store.ErrClosed
-	}
-	defer db.inflight.Done()
-	btx, err := db.bdb.Begin(false)
-	if err != nil {
-		return ResidentStats{}, mapErr(err)
-	}
-	defer func() { _ = btx.Rollback() }()
-	info := db.bdb.Info()
-	size := btx.Size()
-	st := ResidentStats{Supported: true, FileBytes: size}
-	n, err := residentBytes(info.Data, size)
-	if err != nil {
-		return st, err
-	}
-	st.ResidentBytes = n
-	if trim {
-		if err := dropResident(info.Data, size); err != nil {
-			return st, err
-		}
-	}
-	return st, nil
+	return fn(db.bdb.Info().Data, btx.Size())
 }
