@@ -15,6 +15,7 @@ import (
 	"github.com/authsrv/authsrv/internal/secret"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/store/storetest"
+	"github.com/authsrv/authsrv/user"
 )
 
 // retryStore runs every Update function twice, the first run rolled
@@ -160,5 +161,28 @@ func TestEnrollImagesOnceAfterCommit(t *testing.T) {
 	}
 	if got := d.take(); len(got) != 0 {
 		t.Errorf("an import of %d tokens drew %d images", len(recs), len(got))
+	}
+}
+
+// TestLostDrawsNoImage: the temporary pw token of /token/lost answers no
+// QR code, so none is drawn (it would be an image of the password).
+func TestLostDrawsNoImage(t *testing.T) {
+	svc, st := imageService(t)
+	ctx := t.Context()
+	owner := &user.User{Login: "alice", Realm: "r1", Resolver: "res", UID: "1"}
+	tok, _, err := svc.Init(ctx, InitRequest{Type: "hotp", Params: Params{"genkey": "1"}, Owner: owner, NoImages: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := countDraws(t, st)
+	res, err := svc.Lost(ctx, tok.Serial, LostOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Serial != "lost"+tok.Serial || res.Password == "" {
+		t.Fatalf("lost: %+v", res)
+	}
+	if got := d.take(); len(got) != 0 {
+		t.Fatalf("lost drew %d images", len(got))
 	}
 }

@@ -643,7 +643,7 @@ func (s *Service) Lost(ctx context.Context, serial string, o LostOptions, also .
 		return LostResult{}, err
 	}
 	hooks := append([]func(store.Tx) error{s.EditHook(newSerial, pin), s.EditHook(serial, ActiveChange(false))}, also...)
-	if _, _, err := s.Init(ctx, InitRequest{Type: "pw", Serial: newSerial, Owner: old.Owner, Realms: old.Realms,
+	if _, _, err := s.Init(ctx, InitRequest{Type: "pw", Serial: newSerial, Owner: old.Owner, Realms: old.Realms, NoImages: true,
 		Params: Params{"otpkey": pw, InfoValidityEnd: end, "description": "temporary replacement for " + serial}}, hooks...); err != nil {
 		return LostResult{}, err
 	}
