@@ -1,17 +1,14 @@
 package server_test
 
 import (
-	"bufio"
-	"fmt"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/authsrv/authsrv"
+	"github.com/authsrv/authsrv/resolver/resolvertest"
 	"github.com/authsrv/authsrv/server"
 	"github.com/authsrv/authsrv/store/storetest"
 )
@@ -23,20 +20,7 @@ import (
 // server took from saving the resolver to ready.
 func BenchmarkUserList1M(b *testing.B) {
 	const n = 1_000_000
-	path := filepath.Join(b.TempDir(), "passwd")
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := bufio.NewWriter(f)
-	for i := range n {
-		fmt.Fprintf(w, "user%d:x:%d:100:Given%d Surname%d,Room %d,+49170%d,+4930%d,user%d@example.org:/home/user%d:/bin/bash\n",
-			i, 100000+i, i, i, i, i, i, i, i)
-	}
-	if err := w.Flush(); err != nil {
-		b.Fatal(err)
-	}
-	_ = f.Close()
+	path, _ := resolvertest.PasswdFile(b, n)
 	s, err := authsrv.New(authsrv.WithStore(storetest.Open(b)), authsrv.WithEncKey(testKey), authsrv.WithJWTKey(testKey), authsrv.WithKDFParams(cheapKDF))
 	if err != nil {
 		b.Fatal(err)

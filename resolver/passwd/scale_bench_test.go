@@ -1,11 +1,9 @@
 package passwd_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -14,32 +12,12 @@ import (
 
 	"github.com/authsrv/authsrv/resolver"
 	"github.com/authsrv/authsrv/resolver/passwd"
+	"github.com/authsrv/authsrv/resolver/resolvertest"
 )
 
-// scaleFile writes n users as a typical passwd file (shadowed passwords,
-// a full gecos) and returns its path and size.
-func scaleFile(b *testing.B, n int) (string, int64) {
-	b.Helper()
-	path := filepath.Join(b.TempDir(), "passwd")
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := bufio.NewWriter(f)
-	for i := range n {
-		fmt.Fprintf(w, "user%d:x:%d:100:Given%d Surname%d,Room %d,+49170%d,+4930%d,user%d@example.org:/home/user%d:/bin/bash\n",
-			i, 100000+i, i, i, i, i, i, i, i)
-	}
-	if err := w.Flush(); err != nil {
-		b.Fatal(err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		b.Fatal(err)
-	}
-	_ = f.Close()
-	return path, fi.Size()
-}
+// scaleFile writes n users as a typical passwd file and returns its path
+// and size.
+func scaleFile(b *testing.B, n int) (string, int64) { return resolvertest.PasswdFile(b, n) }
 
 // procStatus is a field of /proc/self/status in bytes (0 where there is
 // none).
