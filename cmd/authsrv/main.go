@@ -359,6 +359,8 @@ func (e *env) serve(args []string) error {
 	memLimit.register(fs)
 	var resident residentLimit
 	resident.register(fs)
+	var floor heapFloor
+	floor.register(fs)
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, "the Go collector's GOGC: how far the heap grows past the live data before a collection (-1: off); GOGC in the environment wins over this default")
 	if err := e.parse(fs, args); err != nil {
 		return err
@@ -374,6 +376,8 @@ func (e *env) serve(args []string) error {
 	if err := memLimit.apply(c.kdfBudget<<20, e.getenv); err != nil {
 		return err
 	}
+	stopFloor := startGCFloor(currentGCPercent(), floor.bytes)
+	defer stopFloor()
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
@@ -448,7 +452,7 @@ func (e *env) serve(args []string) error {
 	if *certFile != "" {
 		scheme = "https"
 	}
-	log.Info().Str("listen", ln.Addr().String()).Str("data_dir", c.dataDir).Func(collectorFacts).Msg("serving")
+	log.Info().Str("listen", ln.Addr().String()).Str("data_dir", c.dataDir).Func(collectorFacts).Str("gc_heap_floor", floor.String()).Msg("serving")
 	fmt.Fprintf(e.stdout, "authsrv %s serving on %s://%s (data in %s)\n", authsrv.Version, scheme, ln.Addr(), c.dataDir)
 
 	select {
