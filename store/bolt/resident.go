@@ -43,13 +43,19 @@ func (db *DB) startResidentTrim(limit int64, every time.Duration) {
 	if limit <= 0 || !residentSupported {
 		return
 	}
-	base, err := sharedBytes()
+	statm, err := openStatm()
 	if err != nil {
+		return
+	}
+	base, err := statm.shared()
+	if err != nil {
+		statm.close()
 		return
 	}
 	db.probeWG.Add(1)
 	go func() {
 		defer db.probeWG.Done()
+		defer statm.close()
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
@@ -60,7 +66,7 @@ func (db *DB) startResidentTrim(limit int64, every time.Duration) {
 			}
 			// The file-backed memory the process had at Open (its binary,
 			// mostly) is not the store's; what grew past it is.
-			if n, err := sharedBytes(); err != nil || n-base <= limit {
+			if n, err := statm.shared(); err != nil || n-base <= limit {
 				continue
 			}
 			_ = db.trim()
