@@ -1,13 +1,22 @@
 // Package audit owns the audit log: one entry per API request with
-// privacyIDEA's columns, chained by hashes and signed with Ed25519 so that
-// edited, deleted and truncated entries are detected; signed checkpoints;
-// queries for the /audit/ API; retention.
+// privacyIDEA's columns, chained by hashes and sealed with Ed25519 once per
+// commit, so that edited, deleted and truncated entries are detected;
+// signed checkpoints; queries for the /audit/ API; retention.
+//
+// Every commit that appends entries leaves one signed seal: the numbers of
+// its first and last entry, the last one's chain hash, and a digest of the
+// hashes of all of them. An entry is authentic when its columns hash to its
+// stored hash and the seal of its commit verifies over the stored hashes of
+// that commit's entries; an edit of one entry fails that entry alone, a
+// forger's rehash fails its commit's seal. Entries written before seals
+// existed carry an Ed25519 signature of their own, which still verifies.
 //
 // Package audit sits on floor 2: it imports store, apierr and
 // internal/secret, and never sees HTTP.
 package audit
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -15,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"strconv"
@@ -32,6 +42,7 @@ const (
 	entryBucket      = "audit"             // number -> entry
 	checkpointBucket = "audit_checkpoints" // number -> checkpoint
 	metaBucket       = "audit_meta"        // head, base
+	sealBucket       = "audit_seals"       // number of a commit's last entry -> its seal
 )
 
 var (
@@ -71,7 +82,9 @@ type Entry struct {
 }
 
 // record is an entry as stored: the entry, the hash of the entry before
-// it, its own hash and the signature of that hash.
+// it and its own hash. Sig, the Ed25519 signature of the entry's content,
+// is set only on entries written before seals existed; the others are
+// covered by the seal of their commit.
 type record struct {
 	Schema int    `json:"schema"`
 	Entry  Entry  `json:"entry"`
@@ -80,15 +93,20 @@ type record struct {
 	Sig    []byte `json:"sig"`
 }
 
-// checkpoint is a signed statement: entry Number had hash Hash. The head
-// checkpoint names the last entry; numbered checkpoints stay; the base
-// checkpoint says where the log starts after retention removed older
-// entries (Number is the first kept entry, Hash the hash before it).
+// checkpoint is a signed statement: entry Number had hash Hash. A seal
+// (kind "seal") is a commit's: it also names the commit's first entry and
+// the digest of the hashes of First..Number; the head is the last seal
+// (older logs: kind "head", without First and Digest). Numbered
+// checkpoints stay; the base checkpoint says where the log starts after
+// retention removed older entries (Number is the first kept entry, Hash
+// the hash before it).
 type checkpoint struct {
 	Number uint64    `json:"number"`
 	Hash   []byte    `json:"hash"`
 	Time   time.Time `json:"time"`
 	Kind   string    `json:"kind"`
+	First  uint64    `json:"first,omitempty"`
+	Digest []byte    `json:"digest,omitempty"`
 	Sig    []byte    `json:"sig"`
 }
 
@@ -96,13 +114,34 @@ func (c checkpoint) message() []byte {
 	b := []byte("authsrv-audit-checkpoint\x00" + c.Kind + "\x00")
 	b = binary.BigEndian.AppendUint64(b, c.Number)
 	b = binary.BigEndian.AppendUint64(b, uint64(c.Time.UnixNano()))
-	return append(b, c.Hash...)
+	b = append(b, c.Hash...)
+	if c.Kind == sealKind {
+		b = binary.BigEndian.AppendUint64(b, c.First)
+		b = append(b, c.Digest...)
+	}
+	return b
 }
 
-// contentHash is what an entry's Ed25519 signature covers: the hash of
-// its columns without the number and the chain (both are assigned in the
-// transaction and covered by the chain hash, the head and the
-// checkpoints), so callers can sign outside the transaction.
+// sealKind is the kind of a commit's seal.
+const sealKind = "seal"
+
+// sealDigest accumulates the digest a seal signs: SHA-256 over the
+// commit's entry hashes in order.
+type sealDigest struct {
+	first uint64
+	h     hash.Hash
+}
+
+func (d *sealDigest) add(num uint64, entryHash []byte) {
+	if d.h == nil {
+		d.first, d.h = num, sha256.New()
+	}
+	d.h.Write(entryHash)
+}
+
+// contentHash is what the Ed25519 signature of an entry written before
+// seals existed covers: the hash of its columns without the number and the
+// chain.
 func contentHash(e Entry) []byte {
 	e.Number = 0
 	return hashEntry([]byte("content"), e)
@@ -193,17 +232,15 @@ func (l *Log) sign(c checkpoint) checkpoint {
 }
 
 // Write appends e durably: when Write returns nil the entry is committed
-// (the caller answers its client only then). The caller signs its entry
-// (in parallel with the others); concurrent writers are then appended in
-// one batch, whose leader writes them in one store transaction and signs
-// the head once for the batch. The number is assigned here; the written
-// entry is returned.
+// (the caller answers its client only then). Concurrent writers are
+// appended in one batch, whose leader writes them in one store transaction
+// sealed once. The number is assigned here; the written entry is returned.
 func (l *Log) Write(ctx context.Context, e Entry) (Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return e, err
 	}
 	e = canonical(e)
-	p := &pending{e: e, sig: ed25519.Sign(l.cfg.Key, contentHash(e)), done: make(chan struct{}), lead: make(chan struct{}, 1)}
+	p := &pending{e: e, done: make(chan struct{}), lead: make(chan struct{}, 1)}
 	l.mu.Lock()
 	l.queue = append(l.queue, p)
 	if l.busy {
@@ -225,7 +262,6 @@ func (l *Log) Write(ctx context.Context, e Entry) (Entry, error) {
 // pending is one Write waiting for its batch.
 type pending struct {
 	e    Entry
-	sig  []byte
 	res  Entry
 	err  error
 	done chan struct{}
@@ -248,7 +284,7 @@ func (l *Log) leadBatch() {
 	err := l.cfg.Store.Update(context.Background(), func(tx store.Tx) error {
 		out = out[:0]
 		for _, p := range batch {
-			e, err := l.WritePrepared(tx, Prepared{e: p.e, sig: p.sig})
+			e, err := l.WritePrepared(tx, Prepared{e: p.e})
 			if err != nil {
 				return err
 			}
@@ -283,39 +319,37 @@ func (l *Log) WriteTx(tx store.Tx, e Entry) (Entry, error) {
 	return l.WritePrepared(tx, l.Prepare(e))
 }
 
-// Prepared is an entry with its content signature, made before the
-// transaction it will be written in (signing is the costly part, and a
-// write transaction is the store's serial section).
+// Prepared is an entry made ready before the transaction it will be
+// written in (a write transaction is the store's serial section).
 type Prepared struct {
-	e   Entry
-	sig []byte
+	e Entry
 }
 
-// Prepare makes e canonical and signs its content.
+// Prepare makes e canonical.
 func (l *Log) Prepare(e Entry) Prepared {
-	e = canonical(e)
-	return Prepared{e: e, sig: ed25519.Sign(l.cfg.Key, contentHash(e))}
+	return Prepared{e: canonical(e)}
 }
 
 // WritePrepared appends p inside the caller's write transaction (number,
-// chain hash and the signed head), so that the entry commits together
-// with the change it describes. When the store groups several writers into
-// one commit (store.PreCommitter), the head is signed and written once,
-// before that commit, for the last entry of all of them.
+// chain hash and the seal), so that the entry commits together with the
+// change it describes. When the store groups several writers into one
+// commit (store.PreCommitter), the seal is signed and written once, before
+// that commit, for all their entries.
 func (l *Log) WritePrepared(tx store.Tx, p Prepared) (Entry, error) {
 	t, once, err := l.tip(tx)
 	if err != nil {
 		return p.e, err
 	}
-	e, h, err := l.appendOne(tx, p.e, p.sig, t.hash)
+	e, h, err := l.appendOne(tx, p.e, t.hash)
 	if err != nil {
 		return e, err
 	}
 	t.num, t.hash, t.dirty = e.Number, h, true
+	t.dig.add(e.Number, h)
 	if once {
 		return e, nil
 	}
-	return e, l.writeHead(tx, e.Number, h)
+	return e, l.writeSeal(tx, t, true)
 }
 
 // chainKey is the store.PreCommitter key of the chain's tip: one audit log
@@ -324,18 +358,21 @@ type chainKey struct{}
 
 // chainTip is the end of the chain as a write transaction sees it: the
 // number and hash of the last entry. dirty is set once an entry was
-// appended after it was read.
+// appended after it was read; dig holds the hashes appended since the
+// last seal.
 type chainTip struct {
 	num    uint64
 	hash   []byte
 	loaded bool
 	dirty  bool
+	dig    sealDigest
 }
 
 // tip returns the chain's end in tx. With a store.PreCommitter the tip is
-// kept for the whole commit (once is true) and a hook writes the signed
-// head once before it commits; the tip is read again when the entry
-// bucket's sequence shows that someone appended without it.
+// kept for the whole commit (once is true) and a hook writes the seal once
+// before it commits; the tip is read again when the entry bucket's
+// sequence shows that someone appended without it (its entries before
+// that are sealed first).
 func (l *Log) tip(tx store.Tx) (t *chainTip, once bool, err error) {
 	pc, once := tx.(store.PreCommitter)
 	if once {
@@ -349,6 +386,11 @@ func (l *Log) tip(tx store.Tx) (t *chainTip, once bool, err error) {
 	if t.loaded && t.num == tx.Bucket(entryBucket).Sequence() {
 		return t, once, nil
 	}
+	if t.dig.h != nil {
+		if err := l.writeSeal(tx, t, false); err != nil {
+			return t, once, err
+		}
+	}
 	num, hash, err := l.readTip(tx)
 	if err != nil {
 		return t, once, err
@@ -358,13 +400,13 @@ func (l *Log) tip(tx store.Tx) (t *chainTip, once bool, err error) {
 }
 
 // flushHead is the hook of a commit that appended entries: it signs and
-// writes the head for the last one. When a writer without the hook
-// appended after them, that writer wrote the head itself.
+// writes their seal, which is also the head. When a writer without the
+// hook appended after them, that writer wrote the head itself.
 func (l *Log) flushHead(tx store.Tx, t *chainTip) error {
-	if !t.dirty || t.num != tx.Bucket(entryBucket).Sequence() {
+	if !t.dirty || t.dig.h == nil {
 		return nil
 	}
-	return l.writeHead(tx, t.num, t.hash)
+	return l.writeSeal(tx, t, t.num == tx.Bucket(entryBucket).Sequence())
 }
 
 // readTip reads the number and hash of the last entry from the store: the
@@ -408,23 +450,36 @@ func (l *Log) readTip(tx store.Tx) (uint64, []byte, error) {
 	return seq, nil, nil
 }
 
-// writeHead signs and stores the head: the last entry n and its hash.
-func (l *Log) writeHead(tx store.Tx, n uint64, hash []byte) error {
-	head := l.sign(checkpoint{Number: n, Hash: hash, Time: l.cfg.Now().UTC(), Kind: "head"})
-	return store.PutJSON(tx.Bucket(metaBucket), headKey, head)
+// writeSeal signs and stores the seal of the entries t appended since its
+// last seal, and with head also as the head (t names the last entry).
+func (l *Log) writeSeal(tx store.Tx, t *chainTip, head bool) error {
+	c := l.sign(checkpoint{Number: t.num, Hash: t.hash, Time: l.cfg.Now().UTC(), Kind: sealKind,
+		First: t.dig.first, Digest: t.dig.h.Sum(nil)})
+	t.dig = sealDigest{}
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if err := tx.Bucket(sealBucket).Put(store.Uint64Key(c.Number), raw); err != nil {
+		return err
+	}
+	if !head {
+		return nil
+	}
+	return tx.Bucket(metaBucket).Put(headKey, raw)
 }
 
-// appendOne stores e (already canonical) with its content signature sig,
-// chained after prev, and returns it with its chain hash. Every
-// CheckpointEvery entries a signed checkpoint is kept.
-func (l *Log) appendOne(tx store.Tx, e Entry, sig, prev []byte) (Entry, []byte, error) {
+// appendOne stores e (already canonical) chained after prev and returns it
+// with its chain hash. Every CheckpointEvery entries a signed checkpoint
+// is kept.
+func (l *Log) appendOne(tx store.Tx, e Entry, prev []byte) (Entry, []byte, error) {
 	b := tx.Bucket(entryBucket)
 	n, err := b.NextSequence()
 	if err != nil {
 		return e, nil, err
 	}
 	e.Number = n
-	rec := record{Schema: schema, Entry: e, Prev: prev, Sig: sig}
+	rec := record{Schema: schema, Entry: e, Prev: prev}
 	rec.Hash = hashEntry(prev, e)
 	// Put copies the value: the encoding's buffer is reused.
 	buf := recordBufs.Get().(*[]byte)
@@ -548,6 +603,9 @@ func (l *Log) Retain(ctx context.Context) (int, error) {
 				base.Hash = rec.Hash
 			}
 			base.Kind, base.Time = "base", l.cfg.Now().UTC()
+			if err := l.resealCut(tx, base.Number); err != nil {
+				return err
+			}
 			for _, k := range keys {
 				if err := b.Delete(k); err != nil {
 					return err
@@ -566,6 +624,9 @@ func (l *Log) Retain(ctx context.Context) (int, error) {
 					return err
 				}
 			}
+			if err := deleteBelow(tx.Bucket(sealBucket), base.Number); err != nil {
+				return err
+			}
 			n = len(keys)
 			return store.PutJSON(tx.Bucket(metaBucket), baseKey, l.sign(base))
 		})
@@ -577,6 +638,69 @@ func (l *Log) Retain(ctx context.Context) (int, error) {
 			return removed, nil
 		}
 	}
+}
+
+// resealCut runs in the retention transaction that removes the entries
+// before first (still present in it). When they and the entries from
+// first on were sealed by one commit, that seal would cover removed
+// entries: it is replaced by one over the kept entries alone, signed only
+// when the old seal verifies over all of them, so that retention never
+// launders an entry edited before it.
+func (l *Log) resealCut(tx store.Tx, first uint64) error {
+	seals := tx.Bucket(sealBucket)
+	k, raw := seals.Cursor().Seek(store.Uint64Key(first))
+	if k == nil {
+		return nil
+	}
+	var c checkpoint
+	if json.Unmarshal(raw, &c) != nil || c.Kind != sealKind || c.First >= first || c.Number != store.KeyUint64(k) ||
+		!ed25519.Verify(l.pub, c.message(), c.Sig) {
+		return nil
+	}
+	entries := tx.Bucket(entryBucket)
+	all, kept := sha256.New(), sha256.New()
+	for n := c.First; n <= c.Number; n++ {
+		var rec record
+		if decodeRecord(entries.Get(store.Uint64Key(n)), &rec, decodeAll) != nil {
+			return nil
+		}
+		all.Write(rec.Hash)
+		if n >= first {
+			kept.Write(rec.Hash)
+		}
+	}
+	if !bytes.Equal(all.Sum(nil), c.Digest) {
+		return nil
+	}
+	c = l.sign(checkpoint{Number: c.Number, Hash: c.Hash, Time: l.cfg.Now().UTC(), Kind: sealKind, First: first, Digest: kept.Sum(nil)})
+	out, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if err := seals.Put(store.Uint64Key(c.Number), out); err != nil {
+		return err
+	}
+	meta := tx.Bucket(metaBucket)
+	var head checkpoint
+	if json.Unmarshal(meta.Get(headKey), &head) == nil && head.Kind == sealKind && head.Number == c.Number {
+		return meta.Put(headKey, out)
+	}
+	return nil
+}
+
+// deleteBelow removes the keys of b below number n.
+func deleteBelow(b store.Bucket, n uint64) error {
+	var stale [][]byte
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil && store.KeyUint64(k) < n; k, _ = c.Next() {
+		stale = append(stale, append([]byte(nil), k...))
+	}
+	for _, k := range stale {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LoadOrCreateKey reads the Ed25519 signing key kept in path (its 32-byte

@@ -3,6 +3,7 @@ package audit_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -154,7 +155,8 @@ func TestConcurrentWritersVerify(t *testing.T) {
 	}
 	deleteKeys(t, st, audit.EntryBucket, writers*each-2, writers*each)
 	rep, err = l.Verify(t.Context())
-	if err != nil || rep.OK() || problems(rep)[0] != "318 truncated" {
+	// The last commit lost entries: those it kept have no seal now.
+	if err != nil || rep.OK() || !slices.Contains(problems(rep), "318 truncated") {
 		t.Errorf("after truncation: %v, %v", problems(rep), err)
 	}
 }
@@ -198,7 +200,7 @@ func TestLegacyJSONEntries(t *testing.T) {
 		}
 	}
 	editEntry(t, st, 4, setEntryField("user", "mallory"))
-	if rep, _ := l.Verify(t.Context()); len(rep.Problems) != 2 || problems(rep)[0] != "4 edited" {
+	if rep, _ := l.Verify(t.Context()); len(rep.Problems) != 1 || problems(rep)[0] != "4 edited" {
 		t.Errorf("an edited JSON entry: %v", problems(rep))
 	}
 	if raw := getRaw(t, st, audit.EntryBucket, key(4)); raw[0] != '{' {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -186,15 +187,26 @@ func compile(q Query) (*plan, error) {
 
 // reader reads entries inside one transaction.
 type reader struct {
-	pub ed25519.PublicKey
-	b   store.Bucket
+	pub   ed25519.PublicKey
+	b     store.Bucket
+	seals store.Bucket
 	// baseNum is the first number after which a missing entry counts: the
 	// base checkpoint's, when it verifies, else 1.
 	baseNum uint64
+	// groups caches the seals checked so far, by the number they are
+	// stored under.
+	groups map[uint64]sealGroup
+}
+
+// sealGroup is a checked seal: the first entry it covers, and whether it
+// verifies over the stored hashes of its entries.
+type sealGroup struct {
+	first uint64
+	ok    bool
 }
 
 func (l *Log) reader(tx store.Tx) *reader {
-	r := &reader{pub: l.pub, b: tx.Bucket(entryBucket), baseNum: 1}
+	r := &reader{pub: l.pub, b: tx.Bucket(entryBucket), seals: tx.Bucket(sealBucket), baseNum: 1}
 	if raw := tx.Bucket(metaBucket).Get(baseKey); raw != nil {
 		var c checkpoint
 		if json.Unmarshal(raw, &c) == nil && c.Kind == "base" && ed25519.Verify(l.pub, c.message(), c.Sig) {
@@ -252,6 +264,44 @@ func (c *candidate) decode() {
 	}
 }
 
+// sealed reports whether a valid seal covers entry n: the seal stored
+// under the last entry of n's commit verifies, and the stored hashes of
+// that commit's entries give its digest.
+func (r *reader) sealed(n uint64) bool {
+	k, raw := r.seals.Cursor().Seek(store.Uint64Key(n))
+	if k == nil {
+		return false
+	}
+	at := store.KeyUint64(k)
+	g, seen := r.groups[at]
+	if !seen {
+		g = r.checkSeal(at, raw)
+		if r.groups == nil {
+			r.groups = map[uint64]sealGroup{}
+		}
+		r.groups[at] = g
+	}
+	return g.ok && g.first <= n
+}
+
+// checkSeal checks the seal raw stored under at.
+func (r *reader) checkSeal(at uint64, raw []byte) sealGroup {
+	var c checkpoint
+	if json.Unmarshal(raw, &c) != nil || c.Kind != sealKind || c.Number != at || c.First == 0 || c.First > at ||
+		!ed25519.Verify(r.pub, c.message(), c.Sig) {
+		return sealGroup{}
+	}
+	h := sha256.New()
+	for n := c.First; n <= at; n++ {
+		var rec record
+		if decodeRecord(r.b.Get(store.Uint64Key(n)), &rec, decodeAll) != nil {
+			return sealGroup{first: c.First}
+		}
+		h.Write(rec.Hash)
+	}
+	return sealGroup{first: c.First, ok: bytes.Equal(h.Sum(nil), c.Digest)}
+}
+
 func okFail(ok bool) string {
 	if ok {
 		return "OK"
@@ -269,7 +319,7 @@ func (r *reader) cell(c *candidate, col string) any {
 	}
 	if col == "sig_check" {
 		c.decode()
-		return okFail(!c.bad && entryOK(r.pub, c.num, &c.rec))
+		return okFail(!c.bad && entryOK(r.pub, c.num, &c.rec) && (len(c.rec.Sig) > 0 || r.sealed(c.num)))
 	}
 	c.decodeColumns()
 	e := &c.rec.Entry

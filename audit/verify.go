@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,8 +21,9 @@ const (
 	// stored prev differs from its stored hash, or the entry sits under
 	// another number than its own.
 	ProblemEdited = "edited"
-	// ProblemSignature: the signature does not verify over the entry as it
-	// is now.
+	// ProblemSignature: no valid seal covers the entry as it is now (or,
+	// for an entry written before seals, its own signature does not
+	// verify).
 	ProblemSignature = "signature"
 	// ProblemChain: the entry's prev hash does not link to the entry
 	// before it.
@@ -31,8 +33,8 @@ const (
 	// ProblemTruncated: entries after the last present one are missing,
 	// as the signed head or a numbered checkpoint shows.
 	ProblemTruncated = "truncated"
-	// ProblemCheckpoint: a numbered or base checkpoint is unsigned,
-	// undecodable or disagrees with its entry.
+	// ProblemCheckpoint: a numbered or base checkpoint or a seal is
+	// unsigned, undecodable or disagrees with its entry.
 	ProblemCheckpoint = "checkpoint"
 	// ProblemHead: the head checkpoint is missing while the log has
 	// entries, undecodable, not signed by the log's key, or disagrees with
@@ -116,9 +118,24 @@ type verifier struct {
 	cps   store.Cursor
 	cpKey []byte
 	cpVal []byte
-	// maxCheckpoint is the highest valid numbered checkpoint seen beyond
-	// the last entry.
+	// maxCheckpoint is the highest valid numbered checkpoint or seal seen
+	// beyond the last entry.
 	maxCheckpoint uint64
+	maxIsSeal     bool
+
+	// Seals are walked in step with the entries too; unsealed holds the
+	// entries since the last seal, in order and without gaps.
+	seals    store.Cursor
+	sealKey  []byte
+	sealVal  []byte
+	unsealed []sealItem
+}
+
+// sealItem is an entry waiting for the seal of its commit.
+type sealItem struct {
+	num    uint64
+	hash   []byte
+	signed bool // it carries a signature of its own
 }
 
 func (v *verifier) add(n uint64, kind, format string, args ...any) {
@@ -148,7 +165,8 @@ func (v *verifier) readCheckpoint(raw []byte, kind, problemKind string, keyNum u
 	if n == 0 {
 		n = c.Number
 	}
-	if c.Kind != kind {
+	// The head is the last seal (a head of its own in older logs).
+	if c.Kind != kind && (kind != "head" || c.Kind != sealKind) {
 		v.add(n, problemKind, "%s checkpoint is marked %q", kind, c.Kind)
 		return c, false
 	}
@@ -181,6 +199,77 @@ func (v *verifier) checkpointsUpTo(n uint64) (checkpoint, bool) {
 	return checkpoint{}, false
 }
 
+// sealsUpTo walks the seals below n (they belong to entries that are
+// missing; their signatures are still checked) and returns the seal at n,
+// if there is a valid one.
+func (v *verifier) sealsUpTo(n uint64) (checkpoint, bool) {
+	for v.sealKey != nil {
+		num := store.KeyUint64(v.sealKey)
+		if num > n {
+			return checkpoint{}, false
+		}
+		c, ok := v.readCheckpoint(v.sealVal, sealKind, ProblemCheckpoint, num)
+		if ok && (c.Number != num || c.First == 0 || c.First > num) {
+			v.add(num, ProblemCheckpoint, "seal stored under %d names entries %d-%d", num, c.First, c.Number)
+			ok = false
+		}
+		v.sealKey, v.sealVal = v.seals.Next()
+		if num == n && ok {
+			return c, true
+		}
+	}
+	return checkpoint{}, false
+}
+
+// seal checks the entries waiting for a seal against c, the valid seal of
+// the last of them: those of its commit are sealed when their hashes give
+// its digest. Whatever stays unsealed is reported.
+func (v *verifier) seal(c checkpoint) {
+	i := len(v.unsealed)
+	for i > 0 && v.unsealed[i-1].num >= c.First {
+		i--
+	}
+	group := v.unsealed[i:]
+	if len(group) > 0 && group[0].num == c.First {
+		h := sha256.New()
+		for _, it := range group {
+			h.Write(it.hash)
+		}
+		if bytes.Equal(h.Sum(nil), c.Digest) {
+			v.unsealed = v.unsealed[:i]
+			v.flushUnsealed("covered by no valid seal")
+			return
+		}
+	}
+	v.unsealed = v.unsealed[:i]
+	v.flushUnsealed("covered by no valid seal")
+	v.unsealed = group
+	v.flushUnsealed(fmt.Sprintf("not as the seal of entry %d signed them", c.Number))
+}
+
+// flushUnsealed reports the waiting entries that have no signature of
+// their own, in runs, and empties the list.
+func (v *verifier) flushUnsealed(why string) {
+	for i := 0; i < len(v.unsealed); {
+		if v.unsealed[i].signed {
+			i++
+			continue
+		}
+		j := i
+		for j+1 < len(v.unsealed) && !v.unsealed[j+1].signed && v.unsealed[j+1].num == v.unsealed[j].num+1 {
+			j++
+		}
+		from, to := v.unsealed[i].num, v.unsealed[j].num
+		if from == to {
+			v.add(from, ProblemSignature, "entry %d is %s", from, why)
+		} else {
+			v.add(from, ProblemSignature, "entries %d-%d are %s", from, to, why)
+		}
+		i = j + 1
+	}
+	v.unsealed = v.unsealed[:0]
+}
+
 func (v *verifier) run() (Report, error) {
 	var rep Report
 	meta := v.tx.Bucket(metaBucket)
@@ -198,6 +287,8 @@ func (v *verifier) run() (Report, error) {
 
 	v.cps = v.tx.Bucket(checkpointBucket).Cursor()
 	v.cpKey, v.cpVal = v.cps.First()
+	v.seals = v.tx.Bucket(sealBucket).Cursor()
+	v.sealKey, v.sealVal = v.seals.First()
 
 	// Hashes and signatures are checked by workers; the walk checks
 	// numbering, links and checkpoints.
@@ -262,6 +353,7 @@ func (v *verifier) run() (Report, error) {
 		if err := decodeRecord(raw, &rec, decodeAll); err != nil {
 			v.add(num, ProblemUndecodable, "entry %d does not decode: %v", num, err)
 			v.checkpointsUpTo(num)
+			v.sealsUpTo(num)
 			continue
 		}
 		switch {
@@ -281,6 +373,17 @@ func (v *verifier) run() (Report, error) {
 			v.add(num, ProblemCheckpoint, "checkpoint %d disagrees with the entry's hash", num)
 		}
 		prevHash, prevKnown = rec.Hash, true
+		// A seal covers a run of entries without gaps: a gap leaves the
+		// entries before it without one. (A broken link in the run is
+		// reported above; the seal's digest then shows whether the
+		// stored hashes are the signed ones.)
+		if !linked {
+			v.flushUnsealed("covered by no valid seal")
+		}
+		v.unsealed = append(v.unsealed, sealItem{num: num, hash: rec.Hash, signed: len(rec.Sig) > 0})
+		if c, ok := v.sealsUpTo(num); ok {
+			v.seal(c)
+		}
 
 		batch = append(batch, verifyItem{num: num, rec: rec})
 		if len(batch) == batchSize {
@@ -302,19 +405,28 @@ func (v *verifier) run() (Report, error) {
 	if rep.Entries == 0 {
 		end = start - 1
 	}
+	v.flushUnsealed("covered by no valid seal")
 	for v.cpKey != nil {
 		num := store.KeyUint64(v.cpKey)
 		if cp, ok := v.checkpointsUpTo(num); ok && num > end {
 			v.maxCheckpoint = max(v.maxCheckpoint, cp.Number)
 		}
 	}
+	for v.sealKey != nil {
+		num := store.KeyUint64(v.sealKey)
+		if c, ok := v.sealsUpTo(num); ok && num > end && c.Number > v.maxCheckpoint {
+			v.maxCheckpoint, v.maxIsSeal = c.Number, true
+		}
+	}
 	headNum := v.checkHead(meta, rep, end, prevHash, prevKnown)
 	if claim := max(headNum, v.maxCheckpoint); claim > end {
 		by := "the signed head names"
 		switch {
+		case v.maxCheckpoint > headNum && v.maxIsSeal:
+			by = fmt.Sprintf("the signed seal of entry %d names", v.maxCheckpoint)
 		case v.maxCheckpoint > headNum:
 			by = fmt.Sprintf("signed checkpoint %d names", v.maxCheckpoint)
-		case v.maxCheckpoint == headNum:
+		case v.maxCheckpoint == headNum && !v.maxIsSeal:
 			by = "the signed head and a checkpoint name"
 		}
 		v.add(end+1, ProblemTruncated, "entries %d-%d after the last entry are missing (%s entry %d)", end+1, claim, by, claim)
@@ -367,7 +479,8 @@ func (v *verifier) checkHead(meta store.Bucket, rep Report, end uint64, lastHash
 }
 
 // checkEntry appends the problems of one decoded entry stored under num:
-// its number, its hash and its signature.
+// its number, its hash and, on an entry written before seals, its
+// signature.
 func checkEntry(ps []Problem, pub ed25519.PublicKey, num uint64, rec *record) []Problem {
 	if rec.Entry.Number != num {
 		ps = append(ps, Problem{num, ProblemEdited, fmt.Sprintf("entry stored under %d is numbered %d", num, rec.Entry.Number)})
@@ -376,18 +489,20 @@ func checkEntry(ps []Problem, pub ed25519.PublicKey, num uint64, rec *record) []
 	if !bytes.Equal(h, rec.Hash) {
 		ps = append(ps, Problem{num, ProblemEdited, fmt.Sprintf("entry %d does not match its hash", num)})
 	}
-	if !ed25519.Verify(pub, contentHash(rec.Entry), rec.Sig) {
+	if len(rec.Sig) > 0 && !ed25519.Verify(pub, contentHash(rec.Entry), rec.Sig) {
 		ps = append(ps, Problem{num, ProblemSignature, fmt.Sprintf("the signature of entry %d does not verify", num)})
 	}
 	return ps
 }
 
-// entryOK reports whether the entry stored under num is as it was signed:
-// the stored hash equals the recomputation and the signature verifies.
+// entryOK reports whether the entry stored under num is as it was
+// written: the stored hash equals the recomputation and, on an entry
+// written before seals, its signature verifies. Whether a seal covers it
+// is the caller's question.
 func entryOK(pub ed25519.PublicKey, num uint64, rec *record) bool {
 	if rec.Entry.Number != num {
 		return false
 	}
 	h := hashEntry(rec.Prev, rec.Entry)
-	return bytes.Equal(h, rec.Hash) && ed25519.Verify(pub, contentHash(rec.Entry), rec.Sig)
+	return bytes.Equal(h, rec.Hash) && (len(rec.Sig) == 0 || ed25519.Verify(pub, contentHash(rec.Entry), rec.Sig))
 }

@@ -50,7 +50,7 @@ func TestVerify(t *testing.T) {
 			tamper: func(t *testing.T, st store.Store) {
 				editEntry(t, st, 500, setEntryField("user", "mallory"))
 			},
-			want:   []string{"500 edited", "500 signature"},
+			want:   []string{"500 edited"},
 			detail: map[int]string{0: "entry 500 does not match its hash"},
 			rows:   map[uint64]string{499: "OK OK", 500: "FAIL OK", 501: "OK OK"},
 		},
@@ -59,7 +59,7 @@ func TestVerify(t *testing.T) {
 			tamper: func(t *testing.T, st store.Store) {
 				editEntry(t, st, 10, setEntryField("success", false))
 			},
-			want: []string{"10 edited", "10 signature"},
+			want: []string{"10 edited"},
 			rows: map[uint64]string{10: "FAIL OK"},
 		},
 		{
@@ -68,20 +68,38 @@ func TestVerify(t *testing.T) {
 				editEntry(t, st, 500, setEntryField("user", "mallory"))
 				putRaw(t, st, audit.EntryBucket, key(500), audit.Rehash(getRaw(t, st, audit.EntryBucket, key(500))))
 			},
-			// The checkpoint at 500 and the link from 501 still hold the
-			// old hash.
-			want: []string{"500 signature", "500 checkpoint", "501 chain"},
-			rows: map[uint64]string{500: "FAIL OK", 501: "OK OK"},
+			// The seal and the checkpoint at 500 and the link from 501
+			// still hold the old hash.
+			want:   []string{"500 signature", "500 checkpoint", "501 chain"},
+			detail: map[int]string{0: "entry 500 is not as the seal of entry 500 signed them"},
+			rows:   map[uint64]string{500: "FAIL OK", 501: "OK OK"},
 		},
 		{
-			name: "signature swapped",
+			name: "seals swapped",
 			tamper: func(t *testing.T, st store.Store) {
-				var sig any
-				editEntry(t, st, 43, func(rec map[string]any) { sig = rec["sig"] })
-				editEntry(t, st, 42, func(rec map[string]any) { rec["sig"] = sig })
+				s42, s43 := getRaw(t, st, audit.SealBucket, key(42)), getRaw(t, st, audit.SealBucket, key(43))
+				putRaw(t, st, audit.SealBucket, key(42), s43)
+				putRaw(t, st, audit.SealBucket, key(43), s42)
 			},
-			want: []string{"42 signature"},
-			rows: map[uint64]string{42: "FAIL OK", 43: "OK OK"},
+			want:   []string{"42 signature", "42 checkpoint", "43 checkpoint"},
+			detail: map[int]string{0: "entries 42-43 are covered by no valid seal", 1: "seal stored under 42 names entries 43-43"},
+			rows:   map[uint64]string{41: "OK OK", 42: "FAIL OK", 43: "FAIL OK", 44: "OK OK"},
+		},
+		{
+			name:   "seal deleted",
+			tamper: func(t *testing.T, st store.Store) { deleteRaw(t, st, audit.SealBucket, key(77)) },
+			want:   []string{"77 signature"},
+			detail: map[int]string{0: "entry 77 is covered by no valid seal"},
+			rows:   map[uint64]string{77: "FAIL OK", 78: "OK OK"},
+		},
+		{
+			name: "seal forged with another key",
+			tamper: func(t *testing.T, st store.Store) {
+				putRaw(t, st, audit.SealBucket, key(300), audit.SignedSeal(otherKey, 300, 300, hashOf(t, st, 300), fixedClock()))
+			},
+			want:   []string{"300 signature", "300 checkpoint"},
+			detail: map[int]string{1: "not signed by the log's key"},
+			rows:   map[uint64]string{300: "FAIL OK"},
 		},
 		{
 			name:   "middle entry deleted",
@@ -132,6 +150,18 @@ func TestVerify(t *testing.T) {
 			name: "truncated, head and checkpoint deleted",
 			tamper: func(t *testing.T, st store.Store) {
 				deleteKeys(t, st, audit.EntryBucket, 991, 1000)
+				deleteRaw(t, st, audit.MetaBucket, audit.HeadKey)
+				deleteRaw(t, st, audit.CheckpointBucket, key(1000))
+			},
+			// The seals of the removed entries still name them.
+			want:   []string{"990 head", "991 truncated"},
+			detail: map[int]string{1: "the signed seal of entry 1000 names entry 1000"},
+		},
+		{
+			name: "truncated, head, checkpoint and seals deleted",
+			tamper: func(t *testing.T, st store.Store) {
+				deleteKeys(t, st, audit.EntryBucket, 991, 1000)
+				deleteKeys(t, st, audit.SealBucket, 991, 1000)
 				deleteRaw(t, st, audit.MetaBucket, audit.HeadKey)
 				deleteRaw(t, st, audit.CheckpointBucket, key(1000))
 			},
@@ -200,7 +230,7 @@ func TestVerify(t *testing.T) {
 				deleteKeys(t, st, audit.EntryBucket, 600, 600)
 				putRaw(t, st, audit.EntryBucket, key(1001), raw)
 			},
-			want: []string{"600 deleted", "1000 head", "1001 edited", "1001 chain"},
+			want: []string{"600 deleted", "1000 head", "1001 edited", "1001 signature", "1001 chain"},
 			rows: map[uint64]string{601: "OK FAIL", 1001: "FAIL OK"},
 		},
 		{
@@ -286,7 +316,8 @@ func TestVerifyReport(t *testing.T) {
 		for _, p := range rep.Problems {
 			kinds[p.Kind]++
 		}
-		want := map[string]int{"signature": fixtureEntries, "checkpoint": fixtureEntries / fixtureEvery, "head": 1}
+		// Every seal fails, and so all entries are reported as one run.
+		want := map[string]int{"signature": 1, "checkpoint": fixtureEntries + fixtureEntries/fixtureEvery, "head": 1}
 		if fmt.Sprint(kinds) != fmt.Sprint(want) {
 			t.Errorf("problems by kind = %v, want %v", kinds, want)
 		}
@@ -454,7 +485,8 @@ func TestRetention(t *testing.T) {
 				retain(t, st, audit.Config{MaxEntries: 100}, 900)
 				putRaw(t, st, audit.EntryBucket, key(900), raw)
 			},
-			want:  []string{"900 checkpoint"},
+			// Its seal went with it.
+			want:  []string{"900 signature", "900 checkpoint"},
 			first: 900, last: 1000,
 		},
 	}
