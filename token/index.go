@@ -17,7 +17,8 @@ package token
 //   - tokens.counts: counters maintained in the same transaction as the
 //     entries (all tokens, per type, token realm, owner realm, assigned,
 //     active and rollout state), so counts of one filter are read, not
-//     counted.
+//     counted; and the total length of the serials, so that the list set
+//     is built in memory of its final size.
 //   - tokens.gen: the list generation and the log of the serials each
 //     change touched, written with every change of the list attributes;
 //     the in-memory list set (listset.go) follows it.
@@ -72,9 +73,11 @@ const (
 	colID          = 'i'
 )
 
-// Counter names of tokens.counts (a kind byte, \0, a value; "n" for all).
+// Counter names of tokens.counts (a kind byte, \0, a value; "n" for all,
+// "l" for the bytes of all serials).
 const (
 	cntAll      = "n"
+	cntSerials  = "l"
 	cntType     = 't'
 	cntRealm    = 'r'
 	cntORealm   = 'o'
@@ -328,6 +331,26 @@ func markFreshIndexes(tx store.Tx) error {
 	return b.Put(keyIndexVersion, binary.BigEndian.AppendUint64(nil, indexVersion))
 }
 
+// countSerials sets the counter of the serials' bytes of complete
+// indexes that lack it (built by an older release, which did not keep
+// it). The list set sizes its memory by it, and only as a hint: a
+// counter that is off (a file written by an older release after this
+// one) costs the set's builder a copy, never a wrong set.
+func countSerials(tx store.Tx) error {
+	b := tx.Bucket(bucketCounts)
+	if !indexesComplete(tx) || b.Get([]byte(cntSerials)) != nil || readCounter(b, cntAll) == 0 {
+		return nil
+	}
+	var total uint64
+	if err := tx.Bucket(bucketSerial).ForEach(nil, func(k, _ []byte) error {
+		total += uint64(len(k))
+		return nil
+	}); err != nil {
+		return err
+	}
+	return b.Put([]byte(cntSerials), binary.BigEndian.AppendUint64(nil, total))
+}
+
 // saveListIndexes moves t's list index entries from old (nil: a new
 // token) to t (nil: a removed token), touching only those that differ.
 func saveListIndexes(tx store.Tx, old, t *Token) error {
@@ -381,6 +404,12 @@ func saveListIndexes(tx store.Tx, old, t *Token) error {
 	}
 	for _, c := range newC {
 		delta[c]++
+	}
+	if old != nil {
+		delta[cntSerials] -= int64(len(old.Serial))
+	}
+	if t != nil {
+		delta[cntSerials] += int64(len(t.Serial))
 	}
 	return addCounters(tx, delta)
 }
@@ -454,8 +483,14 @@ func (s *Service) BuildIndexes(ctx context.Context, progress func(done int)) err
 	defer s.buildMu.Unlock()
 	if ok, err := s.IndexesReady(ctx); err != nil || ok {
 		if err == nil && ok {
-			// An empty file: record the version once.
-			err = s.cfg.Store.Update(ctx, markFreshIndexes)
+			// An empty file: record the version once. Indexes of an
+			// older release: count the serials' bytes once.
+			err = s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+				if err := markFreshIndexes(tx); err != nil {
+					return err
+				}
+				return countSerials(tx)
+			})
 		}
 		return err
 	}
@@ -521,6 +556,7 @@ func (s *Service) BuildIndexes(ctx context.Context, progress func(done int)) err
 				for _, c := range cs {
 					delta[c]++
 				}
+				delta[cntSerials] += int64(len(k))
 				last = bytes.Clone(k)
 				n++
 			}

@@ -450,6 +450,7 @@ func TestIndexRebuildOnOldFile(t *testing.T) {
 			for _, c := range cs {
 				delta[c]++
 			}
+			delta[cntSerials] += int64(len(k))
 			n++
 			if err := tx.Bucket(bucketAttr).Put(k, encodeAttr(tok)); err != nil {
 				return err

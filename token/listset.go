@@ -219,19 +219,24 @@ func upperASCII(dst, k []byte) []byte {
 }
 
 // setBuilder appends entries to a set, interning the codes. The set's
-// columns come from its arena, grown there when a guess falls short.
+// columns come from its arena, each mapped once at the size the builder
+// is given: growing one (a size that fell short) would map a copy and
+// hold both at once.
 type setBuilder struct {
 	ls                          *listSet
 	typeIdx, orealmIdx, rollIdx map[string]uint16
 	rsetIdx                     map[string]uint16
 	buf                         []byte
-	full                        bool // a dictionary ran out of codes
+	realms                      [][]byte // addAttr's scratch
+	full                        bool     // a dictionary ran out of codes
 }
 
-func newSetBuilder(gen uint64, n int, dicts *listSet) *setBuilder {
+// newSetBuilder starts a set of at most n entries whose serials take at
+// most text bytes with their \0 ends.
+func newSetBuilder(gen uint64, n, text int, dicts *listSet) *setBuilder {
 	mem := offheap.New()
 	ls := &listSet{mem: mem, gen: gen, other: map[uint32]string{},
-		lower: offheap.Make[byte](mem, 0, n*13), off: offheap.Make[uint32](mem, 0, n+1),
+		lower: offheap.Make[byte](mem, 0, text), off: offheap.Make[uint32](mem, 0, n+1),
 		class: offheap.Make[uint8](mem, 0, n), pairs: offheap.Make[uint32](mem, 0, n),
 		typ: offheap.Make[uint16](mem, 0, n), orealm: offheap.Make[uint16](mem, 0, n), rset: offheap.Make[uint16](mem, 0, n),
 		roll: offheap.Make[uint16](mem, 0, n), flags: offheap.Make[uint8](mem, 0, n), orealms: []string{""}}
@@ -299,12 +304,13 @@ func (b *setBuilder) addAttr(serial, raw []byte) bool {
 		return false
 	}
 	b.buf = b.buf[:0]
-	var realms [][]byte
+	realms := b.realms[:0]
 	for i := uint64(0); i < n && !r.bad; i++ {
 		rl := r.bytes()
 		realms = append(realms, rl)
 		b.buf = append(append(b.buf, rl...), 0)
 	}
+	b.realms = realms
 	var oc uint16
 	var fl uint8
 	if flags&1 != 0 {
@@ -473,18 +479,36 @@ func (r *attrReader) bytes() []byte {
 	return s
 }
 
+// serialGuess is the serial length the set assumes when the store does
+// not count the serials' bytes: privacyIDEA's generated serials (a
+// four-letter prefix and eight hex digits).
+const serialGuess = 12
+
+// setText is the memory of the text of n serials of total bytes (with
+// their \0 ends), bounded by the longest serial a token may have.
+func setText(n, total int) int {
+	return min(total+n, n*(maxSerialLen+1), 1<<32-1)
+}
+
 // buildListSet builds the set of every token from the index records tx
 // sees (nil: the indexes are incomplete, a record is corrupt, or a
-// dictionary is too large).
+// dictionary is too large). Its columns are sized from the counters of
+// tokens and of their serials' bytes, which the same snapshot keeps, so
+// that each is mapped once, at its final size.
 func buildListSet(tx store.Tx) *listSet {
 	if !indexesComplete(tx) {
 		return nil
 	}
-	n := readCounter(tx.Bucket(bucketCounts), cntAll)
+	counts := tx.Bucket(bucketCounts)
+	n := readCounter(counts, cntAll)
 	if n >= 1<<31 {
 		return nil
 	}
-	b := newSetBuilder(readGen(tx), n, nil)
+	total := readCounter(counts, cntSerials)
+	if counts.Get([]byte(cntSerials)) == nil {
+		total = n * serialGuess // a file whose indexes lack the counter
+	}
+	b := newSetBuilder(readGen(tx), n, setText(n, total), nil)
 	c := tx.Bucket(bucketAttr).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if !b.addAttr(k, v) || len(b.ls.lower) >= 1<<32-1<<16 {
@@ -504,7 +528,12 @@ func patchListSet(tx store.Tx, old *listSet) *listSet {
 	if !ok || len(changed) > old.len()/8+64 || !indexesComplete(tx) {
 		return nil
 	}
-	b := newSetBuilder(gen, old.len()+len(changed), old)
+	// At most every old entry and every changed serial.
+	text := len(old.lower)
+	for _, c := range changed {
+		text += len(c) + 1
+	}
+	b := newSetBuilder(gen, old.len()+len(changed), text, old)
 	ac := tx.Bucket(bucketAttr).Cursor()
 	var at []byte
 	pos := 0

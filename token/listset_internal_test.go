@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/authsrv/authsrv/internal/offheap"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/store/storetest"
 	"github.com/authsrv/authsrv/user"
@@ -243,4 +244,138 @@ func TestWarmListSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSetCurrent(t, s)
+}
+
+// sumSerials is the bytes of the serials of the tokens tx sees.
+func sumSerials(t *testing.T, tx store.Tx) int {
+	t.Helper()
+	total := 0
+	if err := tx.Bucket(bucketTokens).ForEach(nil, func(k, _ []byte) error {
+		total += len(k)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return total
+}
+
+// The set's columns are mapped once, at their final size, also for
+// serials much longer than the guess: a build sized by the counters of
+// tokens and of their serials' bytes, and a patch sized by the changed
+// serials, never grow a column (which holds the old and the new mapping
+// at once). A file without the serials' counter (indexes of an older
+// release) still gets a correct set, and the counter once the indexes
+// are checked at start.
+func TestListSetSizedUpFront(t *testing.T) {
+	defer offheap.SetMinSize(64)()
+	st := storetest.Open(t)
+	s := New(Config{Store: st})
+	r := rand.New(rand.NewPCG(61, 62))
+	long := func(tok *Token, i int) *Token {
+		tok.Serial = fmt.Sprintf("%s-a-long-serial-%06d", tok.Serial, i)
+		return tok
+	}
+	var toks []*Token
+	if err := st.Update(t.Context(), func(tx store.Tx) error {
+		toks = toks[:0]
+		for i := range 400 {
+			tok := long(randomToken(r, i), i)
+			if err := s.save(tx, nil, tok); err != nil {
+				return err
+			}
+			toks = append(toks, tok)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	noGrowth := func(step string, ls *listSet) {
+		t.Helper()
+		if ls == nil {
+			t.Fatalf("%s: no set", step)
+		}
+		if ls.mem.Size() == 0 {
+			t.Fatalf("%s: the columns are on the heap", step)
+		}
+		if peak, size := ls.mem.Peak(), ls.mem.Size(); peak != size {
+			t.Fatalf("%s: the set's memory peaked at %d bytes for %d kept: a column grew", step, peak, size)
+		}
+	}
+	var ls *listSet
+	if err := st.View(t.Context(), func(tx store.Tx) error {
+		if got, want := readCounter(tx.Bucket(bucketCounts), cntSerials), sumSerials(t, tx); got != want {
+			t.Fatalf("the serials' counter is %d, the serials have %d bytes", got, want)
+		}
+		ls = buildListSet(tx)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	noGrowth("build", ls)
+	if len(ls.lower) != cap(ls.lower) || len(ls.off) != cap(ls.off) || len(ls.typ) != cap(ls.typ) {
+		t.Fatalf("build: text %d of %d bytes, offsets %d of %d, codes %d of %d: not sized exactly",
+			len(ls.lower), cap(ls.lower), len(ls.off), cap(ls.off), len(ls.typ), cap(ls.typ))
+	}
+
+	// Deletions, changes and new (longer) serials: few enough for a
+	// patch.
+	for i := 0; i < len(toks); i += 9 {
+		if err := st.Update(t.Context(), func(tx store.Tx) error { return s.remove(tx, toks[i]) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 3; i < len(toks); i += 13 {
+		if i%9 == 0 {
+			continue // deleted
+		}
+		nt := toks[i].Clone()
+		nt.Owner, nt.Active = nil, !nt.Active
+		put(t, s, toks[i], nt)
+	}
+	for i := range 20 {
+		tok := randomToken(r, 1000+i)
+		tok.Serial = fmt.Sprintf("%s-an-even-longer-serial-%d", tok.Serial, i)
+		put(t, s, nil, tok)
+	}
+	var patched, fresh *listSet
+	if err := st.View(t.Context(), func(tx store.Tx) error {
+		if got, want := readCounter(tx.Bucket(bucketCounts), cntSerials), sumSerials(t, tx); got != want {
+			t.Fatalf("after changes the serials' counter is %d, the serials have %d bytes", got, want)
+		}
+		patched, fresh = patchListSet(tx, ls), buildListSet(tx)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	noGrowth("patch", patched)
+	noGrowth("build after changes", fresh)
+	if got, want := setRows(patched), setRows(fresh); !slices.Equal(got, want) {
+		t.Fatalf("the patched set differs from a fresh build:\n got  %v\n want %v", got, want)
+	}
+
+	// Indexes without the counter: a correct set, and BuildIndexes (at
+	// start) counts the serials once.
+	if err := st.Update(t.Context(), func(tx store.Tx) error {
+		return tx.Bucket(bucketCounts).Delete([]byte(cntSerials))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var guessed *listSet
+	if err := st.View(t.Context(), func(tx store.Tx) error { guessed = buildListSet(tx); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if guessed == nil || !slices.Equal(setRows(guessed), setRows(fresh)) {
+		t.Fatal("without the serials' counter the set differs from one built with it")
+	}
+	if err := s.BuildIndexes(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.View(t.Context(), func(tx store.Tx) error {
+		if got, want := readCounter(tx.Bucket(bucketCounts), cntSerials), sumSerials(t, tx); got != want {
+			t.Fatalf("BuildIndexes set the serials' counter to %d, the serials have %d bytes", got, want)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -46,6 +46,7 @@ type Arena struct {
 	mu    sync.Mutex
 	maps  [][]byte
 	size  int
+	peak  int // the largest size so far
 	freed bool
 }
 
@@ -118,6 +119,7 @@ func (a *Arena) alloc(size int) []byte {
 	}
 	a.maps = append(a.maps, mem)
 	a.size += len(mem)
+	a.peak = max(a.peak, a.size)
 	return mem
 }
 
@@ -150,6 +152,18 @@ func (a *Arena) Size() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.size
+}
+
+// Peak is the most memory the arena has held outside the heap at once, in
+// bytes: above Size when a slice grew (Grow holds the old and the new
+// mapping while it copies) or scratch memory was released.
+func (a *Arena) Peak() int {
+	if a == nil {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.peak
 }
 
 // Free releases the arena's memory at once. Every slice it made must be

@@ -221,3 +221,27 @@ func TestSetMinSize(t *testing.T) {
 		t.Fatal("restore did not put MinSize back")
 	}
 }
+
+func TestPeak(t *testing.T) {
+	a := New()
+	defer a.Free()
+	s := Make[byte](a, 0, MinSize)
+	if a.Peak() != MinSize || a.Size() != MinSize {
+		t.Fatalf("peak %d size %d after one mapping of %d", a.Peak(), a.Size(), MinSize)
+	}
+	s = Grow(a, s[:MinSize], 1) // full: the copy needs both mappings
+	if got, want := a.Size(), cap(s); got != want {
+		t.Fatalf("size %d, want %d (the outgrown mapping released)", got, want)
+	}
+	if got, want := a.Peak(), MinSize+cap(s); got != want {
+		t.Fatalf("peak %d, want %d (the old and the new mapping at once)", got, want)
+	}
+	a.Free()
+	if a.Size() != 0 || a.Peak() != MinSize+cap(s) {
+		t.Fatalf("after Free: size %d peak %d", a.Size(), a.Peak())
+	}
+	var nilArena *Arena
+	if nilArena.Peak() != 0 {
+		t.Fatal("nil arena peak")
+	}
+}

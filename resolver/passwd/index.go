@@ -324,15 +324,9 @@ type parsed struct {
 }
 
 // parseSpan parses the lines of data[from:to] (to at a line end or the
-// end of data).
-// The arrays come from mem, sized for every line of the span (they never
-// grow past it).
-func parseSpan(ctx context.Context, mem *offheap.Arena, data string, from, to int, done *atomic.Int64, report progress) (parsed, error) {
-	var p parsed
-	estimate := strings.Count(data[from:to], "\n") + 1
-	p.lines = offheap.Make[uint32](mem, 0, estimate)
-	p.emailOff = offheap.Make[uint32](mem, 0, estimate)
-	p.emailLen = offheap.Make[uint8](mem, 0, estimate)
+// end of data), appending to p's arrays, which have room for every line
+// of the span (they never grow past it).
+func parseSpan(ctx context.Context, p parsed, data string, from, to int, done *atomic.Int64, report progress) (parsed, error) {
 	off, last := from, from
 	for lineNo := 1; off < to; lineNo++ {
 		if lineNo&8191 == 0 {
@@ -417,15 +411,22 @@ func parseIn(ctx context.Context, mem *offheap.Arena, data string, report progre
 		bounds = append(bounds, at)
 	}
 	bounds = append(bounds, len(data))
-	parts := make([]parsed, workers)
-	errs := make([]error, workers)
-	// One worker parses straight into the snapshot's memory; several
-	// parse into scratch memory, freed once their parts are joined.
-	partMem := mem
-	if workers > 1 {
-		partMem = offheap.New()
-		defer partMem.Free()
+	// Every worker parses into its own stretch of the snapshot's arrays,
+	// sized for every line of its span (a line per \n, and one without
+	// it at the end); the stretches are then moved together, so the
+	// arrays are mapped once, at the size of the file's lines.
+	room := make([]int, workers+1) // worker w's stretch: [room[w], room[w+1])
+	for w := range workers {
+		room[w+1] = room[w] + strings.Count(data[bounds[w]:bounds[w+1]], "\n") + 1
 	}
+	n := room[workers]
+	all := parsed{lines: offheap.Make[uint32](mem, n, n), emailOff: offheap.Make[uint32](mem, n, n), emailLen: offheap.Make[uint8](mem, n, n)}
+	parts := make([]parsed, workers)
+	for w := range workers {
+		a, b := room[w], room[w+1]
+		parts[w] = parsed{lines: all.lines[a:a:b], emailOff: all.emailOff[a:a:b], emailLen: all.emailLen[a:a:b]}
+	}
+	errs := make([]error, workers)
 	var done atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -433,29 +434,21 @@ func parseIn(ctx context.Context, mem *offheap.Arena, data string, report progre
 		if w > 0 {
 			rep = nil // one worker reports the sum
 		}
-		wg.Go(func() { parts[w], errs[w] = parseSpan(ctx, partMem, data, bounds[w], bounds[w+1], &done, rep) })
+		wg.Go(func() { parts[w], errs[w] = parseSpan(ctx, parts[w], data, bounds[w], bounds[w+1], &done, rep) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	// Move the stretches together (each down to where the ones before it
+	// end: copy allows the overlap).
 	s := &snapshot{mem: mem, data: data}
-	if workers == 1 {
-		s.lines, s.emailOff, s.emailLen, s.skipped = parts[0].lines, parts[0].emailOff, parts[0].emailLen, parts[0].skipped
-	} else {
-		n := 0
-		for _, p := range parts {
-			n += len(p.lines)
-		}
-		s.lines, s.emailOff, s.emailLen = offheap.Make[uint32](mem, 0, n), offheap.Make[uint32](mem, 0, n), offheap.Make[uint8](mem, 0, n)
-		for i := range parts {
-			p := &parts[i]
-			s.lines = append(s.lines, p.lines...)
-			s.emailOff = append(s.emailOff, p.emailOff...)
-			s.emailLen = append(s.emailLen, p.emailLen...)
-			s.skipped += p.skipped
-			*p = parsed{}
-		}
+	s.lines, s.emailOff, s.emailLen = all.lines[:0], all.emailOff[:0], all.emailLen[:0]
+	for _, p := range parts {
+		s.lines = append(s.lines, p.lines...)
+		s.emailOff = append(s.emailOff, p.emailOff...)
+		s.emailLen = append(s.emailLen, p.emailLen...)
+		s.skipped += p.skipped
 	}
 	s.lines = slices.Clip(s.lines)
 	s.emailOff, s.emailLen = slices.Clip(s.emailOff), slices.Clip(s.emailLen)
