@@ -85,6 +85,7 @@ type Server struct {
 	ops       *Ops
 
 	started   atomic.Bool
+	settled   atomic.Bool // the start-up work is done (startUp)
 	closeOnce sync.Once
 	closeErr  error
 	done      chan struct{}
@@ -119,8 +120,8 @@ func New(opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("authsrv: %w", err)
 	}
 	s.watchStore()
-	s.preloadResolvers()
 	s.started.Store(true)
+	s.startUp()
 	return s, nil
 }
 
@@ -329,14 +330,8 @@ func checkCanary(ctx context.Context, st store.Store, sealer *secret.Sealer) err
 
 // Run does the server's background work until ctx ends or Close is
 // called: audit retention, and dropping the JWT keys whose last token
-// expired, every RetentionInterval. It returns nil then. First it builds
-// the token lists' in-memory set (token.Service.WarmListSet), so that the
-// first wildcard or combined-filter list after a start answers as fast as
-// the later ones (the build takes about 150 ms at a million tokens).
+// expired, every RetentionInterval. It returns nil then.
 func (s *Server) Run(ctx context.Context) error {
-	if err := s.tokens.WarmListSet(ctx); err != nil && ctx.Err() == nil {
-		s.cfg.log.Warn().Err(err).Str("component", "token").Msg("building the token list set failed; the first list builds it")
-	}
 	tick := time.NewTicker(s.cfg.retentionEvery)
 	defer tick.Stop()
 	for {
@@ -436,8 +431,8 @@ func (s *Server) Started() bool { return s.started.Load() }
 // Ready checks that the server can serve: it is started, the store answers
 // a read, the enckey opens the canary, the store's writes work (while
 // they fail, Ready returns the first refused write's *store.WriteError),
-// and no resolver is still loading its data (a *resolver.LoadingError
-// naming them).
+// no resolver is still loading its data (a *resolver.LoadingError naming
+// them), and the rest of the start-up work is done (ErrWarmingUp before).
 func (s *Server) Ready(ctx context.Context) error {
 	if !s.Started() {
 		return errors.New("not started")
@@ -449,5 +444,11 @@ func (s *Server) Ready(ctx context.Context) error {
 		return st.Err
 	}
 	// Resolvers still loading their data (*resolver.LoadingError).
-	return s.resolvers.Loading()
+	if err := s.resolvers.Loading(); err != nil {
+		return err
+	}
+	if !s.settled.Load() {
+		return ErrWarmingUp
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package authsrv
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"runtime/debug"
 	"sync/atomic"
@@ -31,38 +32,98 @@ func (s *Server) watchStore() {
 	})
 }
 
-// preloadResolvers builds the resolvers whose data loads up front (passwd
-// files), so that the first lookup does not pay for the load; Ready
-// reports not ready (a *resolver.LoadingError) until they are loaded.
-func (s *Server) preloadResolvers() {
+// ErrWarmingUp is what Ready returns while the start-up work other than
+// the resolvers' loads is still running: the build of the token lists'
+// in-memory set, and the release of the memory the start used.
+var ErrWarmingUp = errors.New("authsrv: starting: building the token list set")
+
+// syncWarmTokens is the number of tokens up to which New builds the token
+// list set itself (a few milliseconds); a larger store builds it in the
+// background while Ready reports ErrWarmingUp.
+var syncWarmTokens = 50_000
+
+// beforeWarm, when set (by tests), runs before the list set's build.
+var beforeWarm func()
+
+// startUp runs the start-up work: the resolvers whose data loads up front
+// (passwd files), so that the first lookup does not pay for the load, and
+// the token lists' in-memory set (token.Service.WarmListSet), so that the
+// first wildcard or combined-filter list answers as fast as the later
+// ones. Then it returns the memory that work used but no longer needs
+// (releaseStartMemory). Ready reports not ready until all of it is done:
+// a *resolver.LoadingError while resolvers load, ErrWarmingUp after. A
+// small store's list set is built before New returns.
+func (s *Server) startUp() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.resolvers.Preload(ctx); err != nil {
 		s.cfg.log.Error().Err(err).Str("component", "resolver").Msg("listing the resolvers to load at start failed")
 	}
-	go s.releaseLoadMemory()
+	hook := beforeWarm
+	if n, known, err := s.tokens.Count(ctx); err == nil && known && n <= syncWarmTokens && s.resolvers.Loading() == nil {
+		s.warmLists(ctx, hook)
+		s.settled.Store(true)
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-s.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		s.warmLists(ctx, hook)
+		if s.waitLoads() {
+			s.releaseStartMemory()
+			s.settled.Store(true)
+		}
+	}()
+}
+
+// warmLists builds the token list set; a failure leaves the build to the
+// first list that needs it.
+func (s *Server) warmLists(ctx context.Context, hook func()) {
+	if hook != nil {
+		hook()
+	}
+	if err := s.tokens.WarmListSet(ctx); err != nil && ctx.Err() == nil {
+		s.cfg.log.Warn().Err(err).Str("component", "token").Msg("building the token list set failed; the first list builds it")
+	}
+}
+
+// waitLoads waits until no resolver is loading; false when the server
+// closed first.
+func (s *Server) waitLoads() bool {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for s.resolvers.Loading() != nil {
+		select {
+		case <-s.done:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
 }
 
 // loadSlack is the heap the start-up loads may leave unused but resident
 // before it is handed back to the operating system at once.
 const loadSlack = 16 << 20
 
-// releaseLoadMemory waits for the start-up loads (they run in the
-// background; Ready reports them) and then, when they left at least
-// loadSlack of heap unused (a big passwd file's load peaks well above
-// what its index keeps), returns that memory to the operating system.
-// Otherwise the load's transient heap stays resident for minutes: the
-// runtime's scavenger returns it only gradually, and until then it counts
-// in the process's RSS as if still in use.
-func (s *Server) releaseLoadMemory() {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for s.resolvers.Loading() != nil {
-		select {
-		case <-s.done:
-			return
-		case <-tick.C:
-		}
+// releaseStartMemory returns what the start-up work left resident but
+// does not use. When it left at least loadSlack of heap unused (a big
+// passwd file's load peaks well above what its index keeps), the heap is
+// handed back to the operating system; otherwise the load's transient heap
+// stays resident for minutes: the runtime's scavenger returns it only
+// gradually, and until then it counts in the process's RSS as if still in
+// use. The store's pages that the list set's build mapped (it walks an
+// index of every token) are unmapped (they stay in the page cache).
+func (s *Server) releaseStartMemory() {
+	if d, ok := s.st.(interface{ DropResident() error }); ok {
+		_ = d.DropResident()
 	}
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)

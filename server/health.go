@@ -9,6 +9,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/resolver"
 	"github.com/authsrv/authsrv/store"
 )
@@ -31,7 +32,9 @@ func (a *api) startupz(w http.ResponseWriter, _ *http.Request, _ httprouter.Para
 
 // readyz is ready when the server is started, the store answers, the
 // enckey opens its canary, the store's writes work and no resolver is
-// still loading its data (503 with "resolvers": "loading: <names>"). We have no HSM;
+// still loading its data (503 with "resolvers": "loading: <names>"), nor
+// the token lists' set building at start ("tokens": "building the list
+// set"). We have no HSM;
 // "hsm" reports the key check. While the store refuses writes (a full
 // disk) it answers 503 with "store" saying why, and is ready again once a
 // write that needed new space succeeds (store/bolt probes for it).
@@ -53,6 +56,12 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 			// A passwd file still loading: lookups would wait for it.
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "hsm": "OK",
 				"resolvers": "loading: " + strings.Join(le.Resolvers, ", ")})
+			return
+		}
+		if errors.Is(err, authsrv.ErrWarmingUp) {
+			// The token lists' set is still being built.
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "hsm": "OK",
+				"tokens": "building the list set"})
 			return
 		}
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "hsm": "fail"})

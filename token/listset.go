@@ -915,3 +915,16 @@ func (q *setQuery) page(desc bool, start, size int) ([]string, int) {
 	slices.Reverse(out)
 	return out, count
 }
+
+// Count returns how many tokens the store holds, from the indexes'
+// counter; known is false while the indexes are incomplete (an older
+// data file before its indexes are built).
+func (s *Service) Count(ctx context.Context) (n int, known bool, err error) {
+	err = s.cfg.Store.View(ctx, func(tx store.Tx) error {
+		if known = indexesComplete(tx); known {
+			n = readCounter(tx.Bucket(bucketCounts), cntAll)
+		}
+		return nil
+	})
+	return n, known, err
+}

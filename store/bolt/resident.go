@@ -87,6 +87,16 @@ func (db *DB) TrimResident() (ResidentStats, error) {
 	return db.residentOp(true)
 }
 
+// DropResident unmaps the store file's pages from the process, as
+// TrimResident does, without counting them first (a count reads
+// /proc/self/smaps).
+func (db *DB) DropResident() error {
+	if !residentSupported {
+		return nil
+	}
+	return db.trim()
+}
+
 // trim drops the resident pages without counting them first.
 func (db *DB) trim() error {
 	return db.inMapLock(func(data uintptr, size int64) error { return dropResident(data, size) })
