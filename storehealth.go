@@ -3,7 +3,6 @@ package authsrv
 import (
 	"context"
 	"errors"
-	"runtime"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -109,25 +108,19 @@ func (s *Server) waitLoads() bool {
 	return true
 }
 
-// loadSlack is the heap the start-up loads may leave unused but resident
-// before it is handed back to the operating system at once.
-const loadSlack = 16 << 20
-
 // releaseStartMemory returns what the start-up work left resident but
-// does not use. When it left at least loadSlack of heap unused (a big
-// passwd file's load peaks well above what its index keeps), the heap is
-// handed back to the operating system; otherwise the load's transient heap
-// stays resident for minutes: the runtime's scavenger returns it only
-// gradually, and until then it counts in the process's RSS as if still in
-// use. The store's pages that the list set's build mapped (it walks an
-// index of every token) are unmapped (they stay in the page cache).
+// does not use: it runs only after work in the background (a big passwd
+// file or token store). The heap is collected and handed back to the
+// operating system: a big passwd file's load peaks well above what its
+// index keeps, and with a collector that starts late (the binary's heap
+// floor) the garbage would otherwise stay, and the runtime's scavenger
+// returns freed pages only gradually; until then it all counts in the
+// process's RSS as if in use. The store's pages that the list set's build
+// mapped (it walks an index of every token) are unmapped; they stay in
+// the page cache.
 func (s *Server) releaseStartMemory() {
 	if d, ok := s.st.(interface{ DropResident() error }); ok {
 		_ = d.DropResident()
 	}
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	if m.HeapIdle-m.HeapReleased >= loadSlack {
-		debug.FreeOSMemory()
-	}
+	debug.FreeOSMemory()
 }

@@ -58,13 +58,21 @@ func (h *heapFloor) register(fs *flag.FlagSet) {
 	fs.Var(h, "gc-heap-floor", "heap size below which the Go collector does not start a cycle (bytes or 64MiB, ...; off or 0: GOGC alone decides); above it GOGC rules and the memory limit bounds both")
 }
 
+// runtimeHeapMinimum is the Go collector's smallest goal at GOGC 100; it
+// scales with GOGC.
+const runtimeHeapMinimum = 4 << 20
+
 // floorPercent is the GOGC that lets a heap with live bytes after the last
-// cycle grow to floor before the next one, never below base.
-func floorPercent(base int, live, floor int64) int {
-	if base < 0 || floor <= 0 || live <= 0 || live >= floor {
+// cycle grow to floor before the next one, never below base. The
+// collector's goal is the larger of live + (live + stacks + globals) *
+// GOGC/100 (roots = live + stacks + globals) and 4 MiB * GOGC/100: the
+// percentage is the one that puts the larger at the floor.
+func floorPercent(base int, live, roots, floor int64) int {
+	roots = max(roots, live)
+	if base < 0 || floor <= 0 || roots <= 0 || live >= floor {
 		return base
 	}
-	need := (floor - live) * 100 / live
+	need := min((floor-live)*100/roots, floor*100/runtimeHeapMinimum)
 	if need > maxFloorPercent {
 		need = maxFloorPercent
 	}
@@ -91,7 +99,8 @@ func startGCFloor(base int, floor int64) (stop func()) {
 	if floor <= 0 || base < 0 {
 		return func() {}
 	}
-	g := &gcFloor{base: base, floor: floor, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	g := &gcFloor{base: base, floor: floor, sample: []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}}
 	g.adjust()
 	g.arm()
 	return func() {
@@ -123,11 +132,14 @@ func (g *gcFloor) adjust() bool {
 		return false
 	}
 	metrics.Read(g.sample)
-	live := int64(1 << 20)
-	if g.sample[0].Value.Kind() == metrics.KindUint64 && g.sample[0].Value.Uint64() > 0 {
-		live = int64(g.sample[0].Value.Uint64())
+	var v [3]int64
+	for i, s := range g.sample {
+		if s.Value.Kind() == metrics.KindUint64 {
+			v[i] = int64(s.Value.Uint64())
+		}
 	}
-	debug.SetGCPercent(floorPercent(g.base, live, g.floor))
+	live := max(v[0], 1<<20)
+	debug.SetGCPercent(floorPercent(g.base, live, live+v[1]+v[2], g.floor))
 	return true
 }
 

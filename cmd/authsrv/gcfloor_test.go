@@ -5,28 +5,33 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
 
 func TestFloorPercent(t *testing.T) {
 	for _, c := range []struct {
-		name        string
-		base        int
-		live, floor int64
-		want        int
+		name               string
+		base               int
+		live, roots, floor int64
+		want               int
 	}{
-		{"live heap far below the floor", 100, 4 << 20, 64 << 20, 1500},
-		{"live heap at half the floor", 100, 32 << 20, 64 << 20, 100},
-		{"live heap above the floor", 100, 200 << 20, 64 << 20, 100},
-		{"a higher base wins", 400, 32 << 20, 64 << 20, 400},
-		{"an empty heap is capped", 100, 1, 64 << 20, maxFloorPercent},
-		{"GOGC off stays off", -1, 4 << 20, 64 << 20, -1},
-		{"no floor", 100, 4 << 20, 0, 100},
+		{"live heap far below the floor", 100, 4 << 20, 4 << 20, 64 << 20, 1500},
+		// Stacks and globals count in the goal: 4 + 12 * 500 % = 64.
+		{"stacks and globals count", 100, 4 << 20, 12 << 20, 64 << 20, 500},
+		{"live heap at half the floor", 100, 32 << 20, 32 << 20, 64 << 20, 100},
+		{"live heap above the floor", 100, 200 << 20, 200 << 20, 64 << 20, 100},
+		{"a higher base wins", 400, 32 << 20, 32 << 20, 64 << 20, 400},
+		// The runtime's minimum goal, 4 MiB at 100 %, scales too.
+		{"an empty heap", 100, 1, 1, 64 << 20, 1600},
+		{"an empty heap is capped", 100, 1, 1, 1 << 40, maxFloorPercent},
+		{"GOGC off stays off", -1, 4 << 20, 4 << 20, 64 << 20, -1},
+		{"no floor", 100, 4 << 20, 4 << 20, 0, 100},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := floorPercent(c.base, c.live, c.floor); got != c.want {
-				t.Fatalf("floorPercent(%d, %d, %d) = %d, want %d", c.base, c.live, c.floor, got, c.want)
+			if got := floorPercent(c.base, c.live, c.roots, c.floor); got != c.want {
+				t.Fatalf("floorPercent(%d, %d, %d, %d) = %d, want %d", c.base, c.live, c.roots, c.floor, got, c.want)
 			}
 		})
 	}
@@ -67,7 +72,8 @@ func TestHeapFloorFlag(t *testing.T) {
 func TestGCFloorFollowsCycles(t *testing.T) {
 	old := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(old)
-	stop := startGCFloor(100, 1<<30)
+	const floor = 256 << 20
+	stop := startGCFloor(100, floor)
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -77,13 +83,22 @@ func TestGCFloorFollowsCycles(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for currentGCPercent() <= 100 {
 		if time.Now().After(deadline) {
-			t.Fatalf("GOGC still %d after collections with a 1 GiB floor", currentGCPercent())
+			t.Fatalf("GOGC still %d after collections with a 256 MiB floor", currentGCPercent())
 		}
 		runtime.GC()
 		time.Sleep(time.Millisecond)
 	}
 	if got := currentGCPercent(); got > maxFloorPercent {
 		t.Fatalf("GOGC %d above the cap %d", got, maxFloorPercent)
+	}
+	// The collector's goal is the floor, not a multiple of it (stacks and
+	// globals count in the goal as well as the live heap).
+	runtime.GC()
+	time.Sleep(10 * time.Millisecond)
+	goal := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+	metrics.Read(goal)
+	if g := int64(goal[0].Value.Uint64()); g < floor*3/4 || g > floor*5/4 {
+		t.Errorf("heap goal %d MiB with a floor of %d MiB", g>>20, floor>>20)
 	}
 	stop()
 	stopped = true
