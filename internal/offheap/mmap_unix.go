@@ -14,6 +14,7 @@ func mapAnon(size int) []byte {
 	if err != nil {
 		return nil
 	}
+	adviseHuge(mem)
 	return mem
 }
 

@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package offheap
+
+func adviseHuge([]byte) {}
