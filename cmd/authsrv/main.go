@@ -265,28 +265,6 @@ func (e *env) parse(fs *flag.FlagSet, args []string) error {
 // set -gc-percent 400; the KDF budget bounds the hashes either way.
 const defaultGCPercent = 100
 
-// releaseStartupMemory returns the memory the start used to the kernel
-// once the server is first ready. Loading a passwd file of a million users
-// (resolvers load at start) takes a transient heap of about twice the
-// index it keeps; the collector frees it, but the runtime hands freed
-// pages back only slowly, and an idle server at a million users stayed at
-// 185 MiB of anonymous RSS for a live heap of 110 MiB.
-func releaseStartupMemory(ctx context.Context, s *authsrv.Server) {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if s.Ready(ctx) == nil {
-			debug.FreeOSMemory()
-			return
-		}
-	}
-}
-
 // gcSetting is the GOGC to set: the flag's value when it was given (on
 // the command line or as AUTHSRV_GC_PERCENT), else the default unless the
 // Go runtime already took GOGC from the environment.
@@ -447,7 +425,6 @@ func (e *env) serve(args []string) error {
 		}
 	}()
 	go func() { errc <- s.Run(ctx) }()
-	go releaseStartupMemory(ctx, s)
 	scheme := "http"
 	if *certFile != "" {
 		scheme = "https"
