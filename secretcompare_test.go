@@ -45,9 +45,8 @@ var plainCompareFuncs = map[string]bool{
 // file), each with why it is no timing leak.
 var secretCompareAllowed = map[string]string{
 	"admin/admin.go: Service.rehash: rec.Hash != old": "both sides are the stored PHC hash (salted), read by the server after a successful login; no caller-supplied guess is compared",
-	"audit/verify.go: ":                                               "the audit log's hash chain: digests of entries any auditor may read, compared by the verifier; no secret and no caller-supplied guess",
-	"audit/query.go: reader.checkSeal: ":                              "a commit's seal digest over entry hashes any auditor may read, compared for sig_check; no secret and no caller-supplied guess",
-	"audit/audit.go: Log.resealCut: ":                                 "a commit's seal digest over entry hashes any auditor may read, checked before retention seals the kept part anew; no secret",
+	"audit/verify.go: ":           "the audit log's hash chain: digests of entries any auditor may read, compared by the verifier; no secret and no caller-supplied guess",
+	"audit/audit.go: checkSeal: ": "a commit's seal digest over entry hashes any auditor may read, compared for sig_check and before retention seals a cut commit anew; no secret and no caller-supplied guess",
 	"policy/condition.go: condHeader: strings.EqualFold(k, key)":      "key is an HTTP header name (a map key), not key material",
 	"resolver/scim/store.go: lookup: strings.EqualFold(k, key)":       "key is a SCIM attribute name (a map key), not key material",
 	"server/policies.go: call.queryParam: strings.EqualFold(k, key)":  "key is a query parameter name (a map key), not key material",

@@ -652,27 +652,16 @@ func (l *Log) resealCut(tx store.Tx, first uint64) error {
 	if k == nil {
 		return nil
 	}
-	var c checkpoint
-	if json.Unmarshal(raw, &c) != nil || c.Kind != sealKind || c.First >= first || c.Number != store.KeyUint64(k) ||
-		!ed25519.Verify(l.pub, c.message(), c.Sig) {
-		return nil
-	}
 	entries := tx.Bucket(entryBucket)
-	all, kept := sha256.New(), sha256.New()
-	for n := c.First; n <= c.Number; n++ {
-		var rec record
-		if decodeRecord(entries.Get(store.Uint64Key(n)), &rec, decodeAll) != nil {
-			return nil
-		}
-		all.Write(rec.Hash)
-		if n >= first {
-			kept.Write(rec.Hash)
-		}
-	}
-	if !bytes.Equal(all.Sum(nil), c.Digest) {
+	c, ok := checkSeal(l.pub, entries, store.KeyUint64(k), raw)
+	if !ok || c.First >= first {
 		return nil
 	}
-	c = l.sign(checkpoint{Number: c.Number, Hash: c.Hash, Time: l.cfg.Now().UTC(), Kind: sealKind, First: first, Digest: kept.Sum(nil)})
+	kept, ok := sealDigestOf(entries, first, c.Number)
+	if !ok {
+		return nil
+	}
+	c = l.sign(checkpoint{Number: c.Number, Hash: c.Hash, Time: l.cfg.Now().UTC(), Kind: sealKind, First: first, Digest: kept})
 	out, err := json.Marshal(c)
 	if err != nil {
 		return err
@@ -686,6 +675,33 @@ func (l *Log) resealCut(tx store.Tx, first uint64) error {
 		return meta.Put(headKey, out)
 	}
 	return nil
+}
+
+// checkSeal decodes the seal raw stored under at and reports whether it is
+// a seal signed by pub over the stored hashes of the entries it names.
+func checkSeal(pub ed25519.PublicKey, entries store.Bucket, at uint64, raw []byte) (checkpoint, bool) {
+	var c checkpoint
+	if json.Unmarshal(raw, &c) != nil || c.Kind != sealKind || c.Number != at || c.First == 0 || c.First > at ||
+		!ed25519.Verify(pub, c.message(), c.Sig) {
+		return c, false
+	}
+	d, ok := sealDigestOf(entries, c.First, c.Number)
+	return c, ok && bytes.Equal(d, c.Digest)
+}
+
+// sealDigestOf is the digest a seal of entries from..to signs: SHA-256
+// over their stored hashes in order; false when one is missing or does
+// not decode.
+func sealDigestOf(entries store.Bucket, from, to uint64) ([]byte, bool) {
+	h := sha256.New()
+	for n := from; n <= to; n++ {
+		var rec record
+		if decodeRecord(entries.Get(store.Uint64Key(n)), &rec, decodeAll) != nil {
+			return nil, false
+		}
+		h.Write(rec.Hash)
+	}
+	return h.Sum(nil), true
 }
 
 // deleteBelow removes the keys of b below number n.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -275,31 +274,14 @@ func (r *reader) sealed(n uint64) bool {
 	at := store.KeyUint64(k)
 	g, seen := r.groups[at]
 	if !seen {
-		g = r.checkSeal(at, raw)
+		c, ok := checkSeal(r.pub, r.b, at, raw)
+		g = sealGroup{first: c.First, ok: ok}
 		if r.groups == nil {
 			r.groups = map[uint64]sealGroup{}
 		}
 		r.groups[at] = g
 	}
 	return g.ok && g.first <= n
-}
-
-// checkSeal checks the seal raw stored under at.
-func (r *reader) checkSeal(at uint64, raw []byte) sealGroup {
-	var c checkpoint
-	if json.Unmarshal(raw, &c) != nil || c.Kind != sealKind || c.Number != at || c.First == 0 || c.First > at ||
-		!ed25519.Verify(r.pub, c.message(), c.Sig) {
-		return sealGroup{}
-	}
-	h := sha256.New()
-	for n := c.First; n <= at; n++ {
-		var rec record
-		if decodeRecord(r.b.Get(store.Uint64Key(n)), &rec, decodeAll) != nil {
-			return sealGroup{first: c.First}
-		}
-		h.Write(rec.Hash)
-	}
-	return sealGroup{first: c.First, ok: bytes.Equal(h.Sum(nil), c.Digest)}
 }
 
 func okFail(ok bool) string {
