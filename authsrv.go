@@ -27,6 +27,7 @@ import (
 
 	"github.com/authsrv/authsrv/admin"
 	"github.com/authsrv/authsrv/audit"
+	"github.com/authsrv/authsrv/eventing"
 	"github.com/authsrv/authsrv/internal/secret"
 	"github.com/authsrv/authsrv/notify"
 	"github.com/authsrv/authsrv/policy"
@@ -82,6 +83,7 @@ type Server struct {
 	notify    *notify.Service
 	tokens    *token.Service
 	validator *validate.Validator
+	events    *eventing.Service
 	ops       *Ops
 
 	started   atomic.Bool
@@ -253,7 +255,15 @@ func (s *Server) open() error {
 	s.realms.SetTokenCheck(token.RealmHasOwners)
 	s.validator = validate.New(validate.Config{Tokens: s.tokens, Realms: s.realms, Policies: s.policies, Resolvers: s.resolvers, Now: c.now,
 		Store: s.st, CacheKey: hkdfSeed(c.encKey, "authsrv auth cache key"), Audit: s.audit, NodeName: c.nodeName,
-		Events: validateEvents(c.eventHandlers), Attrs: s.attrs})
+		Events: &validateHook{s: s, legacy: c.eventHandlers}, Attrs: s.attrs})
+	s.events = eventing.New(eventing.Config{Store: s.st, Audit: s.audit, Tokens: s.tokens, Realms: s.realms, Attrs: s.attrs,
+		Notify: s.notify, Host: eventHost{s: s}, Log: c.log.With().Str("component", "eventing").Logger(), Now: c.now,
+		Rand: c.rand, Node: c.nodeName, ScriptDir: c.eventScriptDir, SpoolDir: c.spoolDir, URL: c.publicURL,
+		HTTP: c.dial.HTTPClient(0, 0), Events: firedEvents})
+	s.events.RegisterBuiltins()
+	for _, m := range c.eventModules {
+		s.events.Register(m)
+	}
 	return nil
 }
 
@@ -379,6 +389,9 @@ func (s *Server) Close() error {
 		close(s.done)
 		if s.resolvers != nil {
 			_ = s.resolvers.Close()
+		}
+		if s.events != nil {
+			s.events.Close()
 		}
 		if s.ownsStore {
 			s.closeErr = s.st.Close()

@@ -12,8 +12,8 @@ import (
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/caller"
+	"github.com/authsrv/authsrv/eventing"
 	"github.com/authsrv/authsrv/store"
-	"github.com/authsrv/authsrv/validate"
 )
 
 // Ops is the operation layer: every operation of the HTTP API as a Go
@@ -56,33 +56,6 @@ type EventHandler interface {
 	Post(ctx context.Context, ev Event)
 }
 
-// eventHook runs the event handlers around the validator's operations.
-type eventHook []EventHandler
-
-// validateEvents is the validator's hook of hs (nil without handlers, so
-// that a server without them pays nothing).
-func validateEvents(hs []EventHandler) validate.EventHook {
-	if len(hs) == 0 {
-		return nil
-	}
-	return eventHook(hs)
-}
-
-func (hs eventHook) Pre(ctx context.Context, name string, who caller.Caller, e audit.Entry) error {
-	for _, h := range hs {
-		if err := h.Pre(ctx, Event{Name: name, Caller: who, Entry: e}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (hs eventHook) Post(ctx context.Context, name string, who caller.Caller, e audit.Entry, err error) {
-	for _, h := range hs {
-		h.Post(ctx, Event{Name: name, Caller: who, Entry: e, Err: err})
-	}
-}
-
 // opSpec describes one operation for run.
 type opSpec struct {
 	// event is the operation's event name.
@@ -113,6 +86,15 @@ type opRun struct {
 	// written is set by Audit when the entry went into the change's
 	// transaction.
 	written bool
+	// reply is the operation's answer in its JSON form for the post event
+	// handlers (respond); nil: status true, value true.
+	reply *eventing.Response
+}
+
+// respond records the operation's answer as its JSON envelope carries it,
+// for the post event handlers' conditions and changes.
+func (r *opRun) respond(value any, detail map[string]any) {
+	r.reply = &eventing.Response{Status: true, Value: value, Detail: detail}
 }
 
 // note adds the names of policies that decided.
@@ -194,7 +176,9 @@ func (o *Ops) run(ctx context.Context, who caller.Caller, spec opSpec, fn func(c
 			err = o.unaudited(who, spec, werr)
 		}
 	}
-	o.post(ctx, r, spec, err)
+	if perr := o.post(ctx, r, spec, err); perr != nil {
+		return perr
+	}
 	return err
 }
 
@@ -241,16 +225,40 @@ func (o *Ops) pre(ctx context.Context, r *opRun, spec opSpec) error {
 			return err
 		}
 	}
-	return nil
+	if !o.s.events.Wants(ctx, spec.event) {
+		return nil
+	}
+	method, path, _ := strings.Cut(spec.action, " ")
+	return o.s.events.Run(ctx, eventing.Pre, o.s.newCall(ctx, spec.event, method, path, r.who, r.Entry))
 }
 
-// post runs the post event handlers.
-func (o *Ops) post(ctx context.Context, r *opRun, spec opSpec, err error) {
-	if len(o.s.cfg.eventHandlers) == 0 {
-		return
+// post runs the post event handlers. An error is that of a handler that
+// aborts the request: the caller gets it instead of the answer (the
+// change stays, with its audit entry).
+func (o *Ops) post(ctx context.Context, r *opRun, spec opSpec, err error) error {
+	var e audit.Entry
+	if len(o.s.cfg.eventHandlers) > 0 || o.s.events.Wants(ctx, spec.event) {
+		e = r.entry(err == nil, err)
 	}
-	ev := Event{Name: spec.event, Caller: r.who, Entry: r.entry(err == nil, err), Err: err}
+	ctx = context.WithoutCancel(ctx)
 	for _, h := range o.s.cfg.eventHandlers {
-		h.Post(context.WithoutCancel(ctx), ev)
+		h.Post(ctx, Event{Name: spec.event, Caller: r.who, Entry: e, Err: err})
 	}
+	if !o.s.events.Wants(ctx, spec.event) {
+		return nil
+	}
+	method, path, _ := strings.Cut(spec.action, " ")
+	c := o.s.newCall(ctx, spec.event, method, path, r.who, e)
+	c.Err = err
+	switch {
+	case err != nil:
+		c.Response = failure(err)
+	case r.reply != nil:
+		c.Response = r.reply
+	default:
+		c.Response = &eventing.Response{Status: true, Value: true}
+	}
+	perr := o.s.events.Run(ctx, eventing.Post, c)
+	eventsAnswered(ctx, c.Response)
+	return perr
 }

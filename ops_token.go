@@ -3,6 +3,7 @@ package authsrv
 import (
 	"context"
 	"errors"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -522,6 +523,8 @@ func (o *Ops) InitToken(ctx context.Context, who caller.Caller, req TokenInit) (
 			return err
 		}
 		res = TokenInitResult{Serial: t.Serial, Type: t.Type, Detail: detail}
+		r.Entry.TokenType = audit.Text(t.Type, 30)
+		r.respond(true, maps.Clone(detail))
 		return nil
 	})
 	return res, err

@@ -11,6 +11,7 @@ import (
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/caller"
+	"github.com/authsrv/authsrv/eventing"
 	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/token"
@@ -286,9 +287,29 @@ func (o *Ops) runTokens(ctx context.Context, who caller.Caller, op tokenOp, sel 
 		if err != nil {
 			return err
 		}
-		return body(ctx, r, allowed, multi, &res)
+		if err := body(ctx, r, allowed, multi, &res); err != nil {
+			return err
+		}
+		r.reply = batchReply(res)
+		return nil
 	})
 	return res, err
+}
+
+// batchReply is the JSON answer of a token batch: its count, or for a
+// list request count_success, failed and unauthorized.
+func batchReply(res TokenBatch) *eventing.Response {
+	if !res.List {
+		return &eventing.Response{Status: true, Value: res.Count}
+	}
+	failed, unauth := res.Failed, res.Unauthorized
+	if failed == nil {
+		failed = []string{}
+	}
+	if unauth == nil {
+		unauth = []string{}
+	}
+	return &eventing.Response{Status: true, Value: map[string]any{"count_success": res.Success, "failed": failed, "unauthorized": unauth}}
 }
 
 // allowedTokens finds the tokens sel selects and keeps those on which who

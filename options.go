@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/authsrv/authsrv/eventing"
 	"github.com/authsrv/authsrv/fileroot"
 	"github.com/authsrv/authsrv/internal/secret"
 	"github.com/authsrv/authsrv/netguard"
@@ -61,6 +62,10 @@ type config struct {
 	smsScriptDir    string
 	fileRoots       []string
 	eventHandlers   []EventHandler
+	eventModules    []eventing.Module
+	eventScriptDir  string
+	spoolDir        string
+	publicURL       string
 	dial            *netguard.Policy
 }
 
@@ -107,6 +112,56 @@ func WithEventHandler(h EventHandler) Option {
 			return errors.New("event handler: nil")
 		}
 		c.eventHandlers = append(c.eventHandlers, h)
+		return nil
+	}
+}
+
+// WithEventModule registers a handler module of the program's own for
+// event handler definitions (next to the built-in UserNotification,
+// Token, WebHook, ...; a module of the same name replaces the built-in
+// one).
+func WithEventModule(m eventing.Module) Option {
+	return func(c *config) error {
+		if m == nil || m.Name() == "" {
+			return errors.New("event module: nil or unnamed")
+		}
+		c.eventModules = append(c.eventModules, m)
+		return nil
+	}
+}
+
+// WithEventScriptDir is the directory of the executables the Script event
+// handler module may run (privacyIDEA's PI_SCRIPT_HANDLER_DIRECTORY); only
+// files directly in it are offered and run. Without it the module has no
+// actions.
+func WithEventScriptDir(dir string) Option {
+	return func(c *config) error {
+		if dir == "" {
+			return errors.New("event script directory: empty path")
+		}
+		c.eventScriptDir = dir
+		return nil
+	}
+}
+
+// WithNotificationSpoolDir is where the UserNotification module's
+// savefile action writes (privacyIDEA's
+// PI_NOTIFICATION_HANDLER_SPOOLDIRECTORY). Without it savefile fails.
+func WithNotificationSpoolDir(dir string) Option {
+	return func(c *config) error {
+		if dir == "" {
+			return errors.New("notification spool directory: empty path")
+		}
+		c.spoolDir = dir
+		return nil
+	}
+}
+
+// WithPublicURL is the server's address as users reach it, for the {url}
+// tag of notifications.
+func WithPublicURL(u string) Option {
+	return func(c *config) error {
+		c.publicURL = u
 		return nil
 	}
 }
@@ -437,34 +492,39 @@ func (c *config) validate() error {
 		}
 	}
 	if c.smsScriptDir != "" {
-		if err := checkScriptDir(c.smsScriptDir, c.dataDir); err != nil {
+		if err := checkScriptDir("sms script directory", c.smsScriptDir, c.dataDir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.eventScriptDir != "" {
+		if err := checkScriptDir("event script directory", c.eventScriptDir, c.dataDir); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// checkScriptDir refuses an SMS script directory that does not exist, is
+// checkScriptDir refuses a script directory (kind names it) that does not exist, is
 // not a directory, or would let an administrator name a file of the data
 // directory as a script: the data directory itself, a directory holding
 // it, or one inside it other than beneath its files subfolder (symbolic
 // links resolved).
-func checkScriptDir(dir, dataDir string) error {
+func checkScriptDir(kind, dir, dataDir string) error {
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("sms script directory %s: the directory does not exist", dir)
+		return fmt.Errorf("%s %s: the directory does not exist", kind, dir)
 	case err != nil:
-		return fmt.Errorf("sms script directory %s: %w", dir, err)
+		return fmt.Errorf("%s %s: %w", kind, dir, err)
 	case !fi.IsDir():
-		return fmt.Errorf("sms script directory %s: not a directory", dir)
+		return fmt.Errorf("%s %s: not a directory", kind, dir)
 	}
 	if dataDir == "" {
 		return nil
 	}
 	scripts, err := realPath(dir)
 	if err != nil {
-		return fmt.Errorf("sms script directory %s: %w", dir, err)
+		return fmt.Errorf("%s %s: %w", kind, dir, err)
 	}
 	data, err := realPath(dataDir)
 	if err != nil {
@@ -475,7 +535,7 @@ func checkScriptDir(dir, dataDir string) error {
 		return nil
 	}
 	if scripts == data || beneath(scripts, data) || beneath(data, scripts) {
-		return fmt.Errorf("sms script directory %s: overlaps the data directory %s, whose files must never be named as a script (use a directory outside it, or beneath its %s subfolder)", dir, dataDir, FilesDir)
+		return fmt.Errorf("%s %s: overlaps the data directory %s, whose files must never be named as a script (use a directory outside it, or beneath its %s subfolder)", kind, dir, dataDir, FilesDir)
 	}
 	return nil
 }

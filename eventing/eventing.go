@@ -212,6 +212,8 @@ type Config struct {
 	WebHookTimeout time.Duration
 	// URL is the server's public address for the {url} tag.
 	URL string
+	// Events are the event names the library fires (for Available).
+	Events []string
 }
 
 // Errors.

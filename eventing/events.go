@@ -2,10 +2,8 @@ package eventing
 
 import "slices"
 
-// available is every event name in registration order, as GET
-// /event/available answers it: privacyIDEA's (section 7.1 of the
-// admin-config spec) followed by the events of operations authsrv has and
-// privacyIDEA does not name (configuration writes).
+// available is privacyIDEA's event names in its registration order
+// (section 7.1 of the admin-config spec).
 var available = []string{
 	"auth", "ttype",
 	"validate_check", "validate_triggerchallenge", "validate_poll_transaction", "validate_offlinerefill",
@@ -30,5 +28,18 @@ var available = []string{
 	"container_synchronize", "container_create_challenge", "container_init_rollover",
 }
 
-// Available returns the event names in registration order.
-func Available() []string { return slices.Clone(available) }
+// Available returns the event names of GET /event/available: privacyIDEA's
+// names in its registration order, those of them that the library fires
+// (Config.Events; all when that is nil).
+func (s *Service) Available() []string {
+	if s.cfg.Events == nil {
+		return slices.Clone(available)
+	}
+	out := []string{}
+	for _, e := range available {
+		if slices.Contains(s.cfg.Events, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}

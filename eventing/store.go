@@ -297,21 +297,28 @@ func ParseID(s string) (int, error) {
 	return id, nil
 }
 
-// active returns the active definitions of event at position, in
-// execution order, from the snapshot of the current revision.
-func (s *Service) active(ctx context.Context, event, position string) ([]Definition, error) {
+// current returns the compiled definitions of the configuration
+// revision the caller sees (the revision ctx is pinned to, or else the
+// store's).
+func (s *Service) current(ctx context.Context) (*snapshot, error) {
 	rev, pinned := store.RevisionFrom(ctx)
 	if !pinned {
 		if err := s.cfg.Store.View(ctx, func(tx store.Tx) error { rev = store.ConfigRevision(tx); return nil }); err != nil {
 			return nil, err
 		}
 	}
-	sn := s.snap.Load()
-	if sn == nil || sn.rev != rev {
-		var err error
-		if sn, err = s.compile(ctx); err != nil {
-			return nil, err
-		}
+	if sn := s.snap.Load(); sn != nil && sn.rev == rev {
+		return sn, nil
+	}
+	return s.compile(ctx)
+}
+
+// active returns the active definitions of event at position, in
+// execution order.
+func (s *Service) active(ctx context.Context, event, position string) ([]Definition, error) {
+	sn, err := s.current(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var out []Definition
 	for _, d := range sn.byEvent[event] {
@@ -363,12 +370,9 @@ func (s *Service) compile(ctx context.Context) (*snapshot, error) {
 }
 
 // Wants reports whether any active definition runs for event (at either
-// position), so that callers build a Call only when one does.
+// position), so that callers build a Call only when one does. A failure
+// to read the definitions answers true: Run then reports it.
 func (s *Service) Wants(ctx context.Context, event string) bool {
-	pre, err := s.active(ctx, event, Pre)
-	if err != nil || len(pre) > 0 {
-		return true
-	}
-	post, err := s.active(ctx, event, Post)
-	return err != nil || len(post) > 0
+	sn, err := s.current(ctx)
+	return err != nil || len(sn.byEvent[event]) > 0
 }

@@ -134,6 +134,16 @@ func (a *api) routes() {
 	a.handleOp(http.MethodPost, "/smsgateway", "smsgateway_write", endpoint{access: adminRole, fn: postSMSGateway})
 	a.handleOp(http.MethodDelete, "/smsgateway/:identifier", "smsgateway_write", endpoint{access: adminRole, fn: deleteSMSGateway})
 	a.handleOp(http.MethodDelete, "/smsgateway/:identifier/:gwid/:key", "smsgateway_write", endpoint{access: adminRole, fn: deleteSMSGateway})
+	// Event handler definitions. The static children (available,
+	// handlermodules, positions, ...) share the :eventid routes.
+	a.handleOp(http.MethodGet, "/event/", rightEventRead, endpoint{access: adminRole, fn: getEvents})
+	a.handle(http.MethodGet, "/event/:eventid", endpoint{access: adminRole, fn: getEventRoute})
+	a.handle(http.MethodGet, "/event/:eventid/:module", endpoint{access: adminRole, fn: getEventSub})
+	a.handle(http.MethodPost, "/event", endpoint{access: adminRole, fn: postEvent})
+	a.handle(http.MethodPost, "/event/:eventid/:id", endpoint{access: adminRole, fn: postEventSwitch})
+	a.handle(http.MethodDelete, "/event/:eventid", endpoint{access: adminRole, fn: deleteEvent})
+	a.innerActions = append(a.innerActions, rightEventRead, rightEventWrite)
+
 	a.handleOp(http.MethodGet, "/radiusserver/", "radiusserver_read", endpoint{access: adminRole, fn: getRadiusServers})
 	a.handleOp(http.MethodPost, "/radiusserver/:radiusid", "radiusserver_write", endpoint{access: adminRole, fn: postRadiusServer})
 	a.handleOp(http.MethodDelete, "/radiusserver/:radiusid", "radiusserver_write", endpoint{access: adminRole, fn: deleteRadiusServer})

@@ -238,6 +238,9 @@ type call struct {
 	// validator) wrote the request's audit entry itself; the wrapper then
 	// writes none.
 	recorded bool
+	// x is the request's exchange with the library's event handlers (the
+	// parameters they read, the answer a post handler changed).
+	x *authsrv.Exchange
 	// snap is the request's policy snapshot once taken (policySnapshot):
 	// the API key check, the validator and the envelope's hardening
 	// share it.
@@ -265,6 +268,9 @@ func (a *api) wrap(ep endpoint) httprouter.Handle {
 		defer cancel()
 		c := &call{ctx: ctx, r: r, w: w, a: a, started: a.s.Now()}
 		ans, err := a.serve(c, ep, ps)
+		if c.x != nil && c.x.Response != nil && ans.raw == nil {
+			ans, err = a.exchanged(c.x.Response, ans.auth || ep.auth), nil
+		}
 		err = overtime(ctx, err)
 		if err == nil && ans.raw == nil {
 			ans.auth = ans.auth || ep.auth
@@ -312,6 +318,8 @@ func (a *api) serve(c *call, ep endpoint, ps httprouter.Params) (answer, error) 
 		return answer{}, err
 	}
 	c.p = p
+	c.x = &authsrv.Exchange{Method: c.r.Method, Path: c.r.URL.Path, Params: c.eventParamValues}
+	c.ctx = authsrv.WithExchange(c.ctx, c.x)
 	if ep.action != "" {
 		if err := c.authorize(ep.action); err != nil {
 			return answer{}, err

@@ -105,7 +105,7 @@ func (c *call) check() (validate.Response, error) {
 
 // validateAnswer is the answer of a decision.
 func validateAnswer(res validate.Response) answer {
-	return answer{value: res.Value, detail: checkDetail(res), auth: true}
+	return answer{value: res.Value, detail: res.Detail(), auth: true}
 }
 
 // validateCheck is GET/POST /validate/check.
@@ -188,7 +188,7 @@ func validateTrigger(c *call) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	return answer{value: len(res.Challenges), detail: triggerDetail(res), auth: true}, nil
+	return answer{value: len(res.Challenges), detail: res.TriggerDetail(), auth: true}, nil
 }
 
 // errorWithOK answers err's error envelope with HTTP 200. It is audited as

@@ -38,7 +38,7 @@ type req struct {
 func (v *Validator) Check(ctx context.Context, r Request) (Response, error) {
 	a := v.newAuditor(r, ActionCheck, EventCheck, true)
 	var res Response
-	err := v.pre(ctx, a)
+	err := v.pre(ctx, a, &r)
 	if err == nil {
 		res, err = v.check(ctx, r, a)
 	}
@@ -46,7 +46,9 @@ func (v *Validator) Check(ctx context.Context, r Request) (Response, error) {
 		err = apierr.New(apierr.Server, res.Message)
 	}
 	res, err = a.finish(ctx, res, err)
-	v.post(ctx, a, err)
+	if perr := v.post(ctx, a, res, err); perr != nil {
+		return Response{}, perr
+	}
 	return res, err
 }
 

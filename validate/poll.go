@@ -14,12 +14,14 @@ import (
 func (v *Validator) Poll(ctx context.Context, r Request) (Response, error) {
 	a := v.newAuditor(r, ActionPoll, EventPoll, false)
 	var res Response
-	err := v.pre(ctx, a)
+	err := v.pre(ctx, a, &r)
 	if err == nil {
 		res, err = v.poll(ctx, r)
 	}
 	res, err = a.finish(ctx, res, err)
-	v.post(ctx, a, err)
+	if perr := v.post(ctx, a, res, err); perr != nil {
+		return Response{}, perr
+	}
 	return res, err
 }
 

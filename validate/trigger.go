@@ -22,12 +22,14 @@ var ErrTriggerNoUser = apierr.New(apierr.Parameter, "The user can not be found i
 func (v *Validator) Trigger(ctx context.Context, r Request) (Response, error) {
 	a := v.newAuditor(r, ActionTrigger, EventTrigger, false)
 	var res Response
-	err := v.pre(ctx, a)
+	err := v.pre(ctx, a, &r)
 	if err == nil {
 		res, err = v.trigger(ctx, r, a)
 	}
 	res, err = a.finish(ctx, res, err)
-	v.post(ctx, a, err)
+	if perr := v.post(ctx, a, res, err); perr != nil {
+		return Response{}, perr
+	}
 	return res, err
 }
 

@@ -137,6 +137,9 @@ type common struct {
 	kdfBudget   int64
 	openTimeout time.Duration
 	smsScripts  string
+	evScripts   string
+	spoolDir    string
+	publicURL   string
 	fileRoots   rootList // serve's -file-root; empty: the defaults
 	allowDial   dialList // serve's -allow-dial; empty: public addresses only
 }
@@ -209,6 +212,9 @@ func (e *env) flags(name string, c *common) *flag.FlagSet {
 	fs.Int64Var(&c.kdfBudget, "kdf-budget-mib", authsrv.DefaultKDFBudget>>20, "memory for concurrent PIN/password hashes, MiB")
 	fs.DurationVar(&c.openTimeout, "open-timeout", authsrv.DefaultOpenTimeout, "how long to wait for the data directory's lock")
 	fs.StringVar(&c.smsScripts, "sms-script-dir", "", "directory the script SMS provider may run programs from (default: script provider disabled)")
+	fs.StringVar(&c.evScripts, "event-script-dir", "", "directory of the programs the Script event handler may run (default: none)")
+	fs.StringVar(&c.spoolDir, "notification-spool-dir", "", "directory the UserNotification event handler's savefile action writes to (default: savefile disabled)")
+	fs.StringVar(&c.publicURL, "public-url", "", "the server's address as users reach it, for the {url} tag of notifications")
 	return fs
 }
 
@@ -313,6 +319,15 @@ func (c *common) options(log zerolog.Logger) ([]authsrv.Option, error) {
 	}
 	if c.smsScripts != "" {
 		opts = append(opts, authsrv.WithSMSScriptDir(c.smsScripts))
+	}
+	if c.evScripts != "" {
+		opts = append(opts, authsrv.WithEventScriptDir(c.evScripts))
+	}
+	if c.spoolDir != "" {
+		opts = append(opts, authsrv.WithNotificationSpoolDir(c.spoolDir))
+	}
+	if c.publicURL != "" {
+		opts = append(opts, authsrv.WithPublicURL(c.publicURL))
 	}
 	if c.superusers != "" {
 		opts = append(opts, authsrv.WithSuperuserRealms(strings.Split(c.superusers, ",")...))

@@ -1,10 +1,8 @@
-package server
+package validate
 
-import "github.com/authsrv/authsrv/validate"
-
-// checkDetail is privacyIDEA's detail object of a /validate decision:
+// Detail is privacyIDEA's detail object of a /validate decision:
 // nil when no_detail_on_success or no_detail_on_fail removed it.
-func checkDetail(res validate.Response) map[string]any {
+func (res Response) Detail() map[string]any {
 	if res.NoDetail {
 		return nil
 	}
@@ -57,7 +55,7 @@ func checkDetail(res validate.Response) map[string]any {
 }
 
 // challengeDetail is one entry of multi_challenge.
-func challengeDetail(c validate.Challenge) map[string]any {
+func challengeDetail(c Challenge) map[string]any {
 	m := map[string]any{"transaction_id": c.TransactionID, "serial": c.Serial, "type": c.Type,
 		"client_mode": c.ClientMode, "message": c.Message}
 	if len(c.Attributes) > 0 {
@@ -72,12 +70,12 @@ func challengeDetail(c validate.Challenge) map[string]any {
 	return m
 }
 
-// triggerDetail is the detail of /validate/triggerchallenge: that of a
+// TriggerDetail is the detail of /validate/triggerchallenge: that of a
 // challenge, or empty lists when no challenge was made (with the send
 // error among the messages).
-func triggerDetail(res validate.Response) map[string]any {
+func (res Response) TriggerDetail() map[string]any {
 	if len(res.Challenges) > 0 {
-		return checkDetail(res)
+		return res.Detail()
 	}
 	msgs := res.Messages
 	if msgs == nil {
