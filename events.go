@@ -22,9 +22,10 @@ type Exchange struct {
 	// "/validate/check"); empty for a Go caller, which then gets the
 	// operation's own path.
 	Method, Path string
-	// Params returns the request's parameters without the password. It
-	// is called only when a handler definition matches the operation.
-	Params func() map[string]any
+	// Params are the request's parameters. The library only reads them,
+	// and hands the handlers a copy without the password ("pass",
+	// "password").
+	Params map[string]any
 	// Response is set after the operation when a post handler changed
 	// its answer (a ResponseMangler, a Federation forward): the caller
 	// answers this instead of the operation's own.
@@ -66,14 +67,15 @@ func (s *Server) newCall(ctx context.Context, event, method, path string, who ca
 	c := &eventing.Call{Event: event, Caller: who, Method: method, Path: path, Entry: e,
 		User: user.User{Login: e.User, Realm: e.Realm, Resolver: e.Resolver}, Serial: e.Serial, TokenType: e.TokenType}
 	x := ExchangeFrom(ctx)
-	switch {
-	case x != nil && x.Params != nil:
-		c.Params = x.Params()
-	case who.Data != nil:
-		c.Params = maps.Clone(who.Data)
+	src := who.Data
+	if x != nil && x.Params != nil {
+		src = x.Params
 	}
-	if c.Params == nil {
-		c.Params = map[string]any{}
+	c.Params = make(map[string]any, len(src))
+	for k, v := range src {
+		if k != "pass" && k != "password" {
+			c.Params[k] = v
+		}
 	}
 	if x != nil && x.Method != "" {
 		c.Method, c.Path = x.Method, x.Path

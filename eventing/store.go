@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/store"
@@ -37,8 +38,10 @@ type Service struct {
 	order   []string
 
 	// snap is the compiled set of active definitions of one
-	// configuration revision.
-	snap atomic.Pointer[snapshot]
+	// configuration revision; minRev is the revision of the last change
+	// made through this Service (older snapshots are stale).
+	snap   atomic.Pointer[snapshot]
+	minRev atomic.Uint64
 
 	counters counterStore
 	hooks    hookQueue
@@ -48,6 +51,8 @@ type Service struct {
 type snapshot struct {
 	rev     uint64
 	byEvent map[string][]Definition
+	// checked is when the revision was last compared (unix ns).
+	checked atomic.Int64
 }
 
 // New returns the service. Register the modules before use.
@@ -200,6 +205,27 @@ func (s *Service) normalize(ctx context.Context, d *Definition, abortSet bool) e
 	return m.Check(ctx, *d)
 }
 
+// write runs fn on the definitions' bucket in one transaction with the
+// configuration revision's bump and also, and then drops the compiled
+// definitions older than that revision.
+func (s *Service) write(ctx context.Context, fn func(b store.Bucket) error, also []func(store.Tx) error) error {
+	var rev uint64
+	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		if err := fn(tx.Bucket(bucket)); err != nil {
+			return err
+		}
+		var err error
+		if rev, err = store.BumpConfigRevision(tx); err != nil {
+			return err
+		}
+		return store.RunAlso(tx, also)
+	})
+	if err == nil {
+		s.changed(rev)
+	}
+	return err
+}
+
 // Set creates a definition (d.ID == 0) or replaces definition d.ID (its
 // options and conditions are replaced, not merged) and returns its id.
 // abortSet says whether d.AbortOnError was given; when not, the module's
@@ -210,8 +236,7 @@ func (s *Service) Set(ctx context.Context, d Definition, abortSet bool, also ...
 		return 0, err
 	}
 	id := d.ID
-	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
-		b := tx.Bucket(bucket)
+	err := s.write(ctx, func(b store.Bucket) error {
 		rec := record{Versioned: store.Versioned{Schema: schema}, Definition: d}
 		if d.ID > 0 {
 			if b.Get(key(d.ID)) == nil {
@@ -229,14 +254,8 @@ func (s *Service) Set(ctx context.Context, d Definition, abortSet bool, also ...
 		if err != nil {
 			return err
 		}
-		if err := b.Put(key(rec.ID), v); err != nil {
-			return err
-		}
-		if _, err := store.BumpConfigRevision(tx); err != nil {
-			return err
-		}
-		return store.RunAlso(tx, also)
-	})
+		return b.Put(key(rec.ID), v)
+	}, also)
 	if err != nil {
 		return 0, err
 	}
@@ -245,8 +264,7 @@ func (s *Service) Set(ctx context.Context, d Definition, abortSet bool, also ...
 
 // SetActive enables or disables definition id.
 func (s *Service) SetActive(ctx context.Context, id int, active bool, also ...func(store.Tx) error) error {
-	return s.cfg.Store.Update(ctx, func(tx store.Tx) error {
-		b := tx.Bucket(bucket)
+	return s.write(ctx, func(b store.Bucket) error {
 		v := b.Get(key(id))
 		if v == nil {
 			return ErrNotFound
@@ -260,31 +278,18 @@ func (s *Service) SetActive(ctx context.Context, id int, active bool, also ...fu
 		if err != nil {
 			return err
 		}
-		if err := b.Put(key(id), out); err != nil {
-			return err
-		}
-		if _, err := store.BumpConfigRevision(tx); err != nil {
-			return err
-		}
-		return store.RunAlso(tx, also)
-	})
+		return b.Put(key(id), out)
+	}, also)
 }
 
 // Delete removes definition id.
 func (s *Service) Delete(ctx context.Context, id int, also ...func(store.Tx) error) error {
-	return s.cfg.Store.Update(ctx, func(tx store.Tx) error {
-		b := tx.Bucket(bucket)
+	return s.write(ctx, func(b store.Bucket) error {
 		if b.Get(key(id)) == nil {
 			return ErrNotFound
 		}
-		if err := b.Delete(key(id)); err != nil {
-			return err
-		}
-		if _, err := store.BumpConfigRevision(tx); err != nil {
-			return err
-		}
-		return store.RunAlso(tx, also)
-	})
+		return b.Delete(key(id))
+	}, also)
 }
 
 // ParseID parses a definition id of a path ("3"); anything else is not
@@ -297,20 +302,50 @@ func ParseID(s string) (int, error) {
 	return id, nil
 }
 
-// current returns the compiled definitions of the configuration
-// revision the caller sees (the revision ctx is pinned to, or else the
-// store's).
+// recheck bounds how long the compiled definitions are used without
+// looking at the store's configuration revision: a change made through
+// this Service takes effect at once (it drops them); one made by another
+// process sharing the store (a second node) within this bound.
+const recheck = time.Second
+
+// current returns the compiled definitions.
 func (s *Service) current(ctx context.Context) (*snapshot, error) {
-	rev, pinned := store.RevisionFrom(ctx)
-	if !pinned {
-		if err := s.cfg.Store.View(ctx, func(tx store.Tx) error { rev = store.ConfigRevision(tx); return nil }); err != nil {
-			return nil, err
+	sn := s.snap.Load()
+	now := time.Now()
+	if sn != nil && sn.rev < s.minRev.Load() {
+		sn = nil
+	}
+	if sn != nil {
+		if rev, pinned := store.RevisionFrom(ctx); pinned && rev == sn.rev {
+			return sn, nil
+		}
+		if now.UnixNano()-sn.checked.Load() < int64(recheck) {
+			return sn, nil
 		}
 	}
-	if sn := s.snap.Load(); sn != nil && sn.rev == rev {
+	var rev uint64
+	if err := s.cfg.Store.View(ctx, func(tx store.Tx) error { rev = store.ConfigRevision(tx); return nil }); err != nil {
+		return nil, err
+	}
+	if sn != nil && sn.rev == rev {
+		sn.checked.Store(now.UnixNano())
 		return sn, nil
 	}
 	return s.compile(ctx)
+}
+
+// changed notes a change of the definitions committed at revision rev:
+// compiled definitions older than it are no longer used.
+func (s *Service) changed(rev uint64) {
+	for {
+		old := s.minRev.Load()
+		if rev <= old || s.minRev.CompareAndSwap(old, rev) {
+			break
+		}
+	}
+	if sn := s.snap.Load(); sn != nil && sn.rev < rev {
+		s.snap.CompareAndSwap(sn, nil)
+	}
 }
 
 // active returns the active definitions of event at position, in
@@ -333,6 +368,7 @@ func (s *Service) active(ctx context.Context, event, position string) ([]Definit
 // ones by event, ordered by ordering and then id (storage order).
 func (s *Service) compile(ctx context.Context) (*snapshot, error) {
 	sn := &snapshot{byEvent: map[string][]Definition{}}
+	sn.checked.Store(time.Now().UnixNano())
 	err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
 		sn.rev = store.ConfigRevision(tx)
 		clear(sn.byEvent)
@@ -360,7 +396,7 @@ func (s *Service) compile(ctx context.Context) (*snapshot, error) {
 	}
 	for {
 		old := s.snap.Load()
-		if old != nil && old.rev > sn.rev {
+		if (old != nil && old.rev > sn.rev) || sn.rev < s.minRev.Load() {
 			return sn, nil
 		}
 		if s.snap.CompareAndSwap(old, sn) {

@@ -248,19 +248,6 @@ func deleteEvent(c *call) (answer, error) {
 	return answer{value: id}, nil
 }
 
-// eventParamValues are the request's parameters as the event handlers see
-// them (never the password).
-func (c *call) eventParamValues() map[string]any {
-	out := make(map[string]any, len(c.p.values))
-	for k, v := range c.p.values {
-		if k == "pass" || k == "password" {
-			continue
-		}
-		out[k] = v
-	}
-	return out
-}
-
 // exchanged is the answer of a request whose post event handlers changed
 // the response: the changed envelope, written as it is.
 func (a *api) exchanged(res *eventing.Response, auth bool) answer {

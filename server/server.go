@@ -239,8 +239,9 @@ type call struct {
 	// writes none.
 	recorded bool
 	// x is the request's exchange with the library's event handlers (the
-	// parameters they read, the answer a post handler changed).
-	x *authsrv.Exchange
+	// parameters they read, the answer a post handler changed); set once
+	// the parameters are decoded.
+	x authsrv.Exchange
 	// snap is the request's policy snapshot once taken (policySnapshot):
 	// the API key check, the validator and the envelope's hardening
 	// share it.
@@ -268,7 +269,7 @@ func (a *api) wrap(ep endpoint) httprouter.Handle {
 		defer cancel()
 		c := &call{ctx: ctx, r: r, w: w, a: a, started: a.s.Now()}
 		ans, err := a.serve(c, ep, ps)
-		if c.x != nil && c.x.Response != nil && ans.raw == nil {
+		if c.x.Response != nil && ans.raw == nil {
 			ans, err = a.exchanged(c.x.Response, ans.auth || ep.auth), nil
 		}
 		err = overtime(ctx, err)
@@ -318,8 +319,8 @@ func (a *api) serve(c *call, ep endpoint, ps httprouter.Params) (answer, error) 
 		return answer{}, err
 	}
 	c.p = p
-	c.x = &authsrv.Exchange{Method: c.r.Method, Path: c.r.URL.Path, Params: c.eventParamValues}
-	c.ctx = authsrv.WithExchange(c.ctx, c.x)
+	c.x = authsrv.Exchange{Method: c.r.Method, Path: c.r.URL.Path, Params: p.values}
+	c.ctx = authsrv.WithExchange(c.ctx, &c.x)
 	if ep.action != "" {
 		if err := c.authorize(ep.action); err != nil {
 			return answer{}, err
