@@ -8,11 +8,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/caller"
+	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/token"
 	"github.com/authsrv/authsrv/user"
 )
@@ -52,10 +54,12 @@ func (s *Service) Run(ctx context.Context, position string, c *Call) error {
 		if !hold {
 			continue
 		}
-		started := s.now()
+		r.started = s.now()
 		err = runModule(ctx, m, r)
 		if err == nil {
-			s.audit(ctx, r, started, true, d.Name)
+			if !r.written {
+				s.audit(ctx, r, r.started, true, d.Name)
+			}
 			continue
 		}
 		s.failed(ctx, r, err)
@@ -123,11 +127,40 @@ var errorClasses = map[apierr.Code]string{
 	apierr.Validate: "ValidateError", apierr.Server: "ServerError",
 }
 
+// InTx returns a store hook that writes the run's audit entry (a success)
+// in the transaction of the module's own change, so that the change and
+// its entry commit together; the dispatcher then writes no other entry
+// for the run. Pass it as the also hook of the token, user or counter
+// write. When the change fails the dispatcher audits the failure.
+// The entry is made when InTx is called (it may read the store; the hook
+// must not).
+func (r *Run) InTx(ctx context.Context) func(store.Tx) error {
+	if r.svc.cfg.Audit == nil {
+		return func(store.Tx) error { return nil }
+	}
+	e := r.svc.entry(ctx, r, r.started, true, r.Def.Name)
+	return func(tx store.Tx) error {
+		r.written = false
+		if _, err := r.svc.cfg.Audit.WriteTx(tx, e); err != nil {
+			return err
+		}
+		r.written = true
+		return nil
+	}
+}
+
 // audit writes the entry of one handler run.
 func (s *Service) audit(ctx context.Context, r *Run, started time.Time, success bool, info string) {
 	if s.cfg.Audit == nil {
 		return
 	}
+	if _, err := s.cfg.Audit.Write(context.WithoutCancel(ctx), s.entry(ctx, r, started, success, info)); err != nil {
+		s.cfg.Log.Error().Err(err).Str("component", "audit").Str("handler", r.Def.Name).Msg("event handler audit write failed")
+	}
+}
+
+// entry is the audit entry of one handler run.
+func (s *Service) entry(ctx context.Context, r *Run, started time.Time, success bool, info string) audit.Entry {
 	c := r.Call
 	pos := "POST-EVENT "
 	if r.Position == Pre {
@@ -158,9 +191,7 @@ func (s *Service) audit(ctx context.Context, r *Run, started time.Time, success 
 	}
 	name, version := audit.SplitAgent(c.Caller.UserAgent)
 	e.UserAgent, e.UserAgentVersion = audit.Text(name, 64), audit.Text(version, 64)
-	if _, err := s.cfg.Audit.Write(context.WithoutCancel(ctx), e); err != nil {
-		s.cfg.Log.Error().Err(err).Str("component", "audit").Str("handler", r.Def.Name).Msg("event handler audit write failed")
-	}
+	return e
 }
 
 // facts are what the definitions of one call look up, read once and
@@ -373,6 +404,8 @@ type hookQueue struct {
 	wg   sync.WaitGroup
 	ctx  context.Context
 	quit context.CancelFunc
+
+	dropped, logged, lastLog atomic.Int64
 }
 
 type backgroundJob struct {
@@ -381,7 +414,7 @@ type backgroundJob struct {
 }
 
 const (
-	backgroundWorkers = 16
+	backgroundWorkers = 64
 	backgroundQueue   = 4096
 )
 
@@ -428,7 +461,13 @@ func (q *hookQueue) submit(name string, fn func(ctx context.Context)) {
 	select {
 	case q.ch <- backgroundJob{name: name, fn: fn}:
 	default:
-		q.s.cfg.Log.Error().Str("component", "eventing").Str("job", name).Msg("background event queue is full: work dropped")
+		// Logged at most once a second, with the number dropped since.
+		n := q.dropped.Add(1)
+		now := time.Now().UnixNano()
+		if last := q.lastLog.Load(); now-last >= int64(time.Second) && q.lastLog.CompareAndSwap(last, now) {
+			q.s.cfg.Log.Error().Str("component", "eventing").Str("job", name).Int64("dropped", n-q.logged.Swap(n)).
+				Msg("background event queue is full: work dropped")
+		}
 	}
 }
 

@@ -106,6 +106,10 @@ type Call struct {
 	Response *Response
 	// Err is the operation's error (post handlers only).
 	Err error
+	// PIN is a PIN a handler set for the call's token ("set random
+	// pin"), for the {pin} tag of the handlers after it. It is never part
+	// of the answer and never logged.
+	PIN string
 	// Entry is the operation's audit entry as it was written (post), or
 	// as it stood before the operation (pre).
 	Entry audit.Entry
@@ -166,6 +170,10 @@ type Run struct {
 	Position string
 	svc      *Service
 	facts    *facts
+	started  time.Time
+	// written is set when the module wrote the run's audit entry in its
+	// own transaction (InTx).
+	written bool
 }
 
 // Service returns the eventing service the run belongs to.

@@ -311,17 +311,17 @@ func (m *tokenModule) apply(ctx context.Context, r *Run, act string, t *token.To
 		if !IsTrue(o["only_realm"]) {
 			realms = append(realms, t.Realms...)
 		}
-		_, err := ts.ApplyOne(ctx, serial, token.RealmsChange(realms))
+		_, err := ts.ApplyOne(ctx, serial, token.RealmsChange(realms), r.InTx(ctx))
 		return err
 	case tokActDelete:
-		return ts.Delete(ctx, serial)
+		return ts.Delete(ctx, serial, r.InTx(ctx))
 	case tokActUnassign:
-		return ts.Unassign(ctx, serial)
+		return ts.Unassign(ctx, serial, r.InTx(ctx))
 	case tokActDisable, tokActEnable:
-		_, err := ts.SetActive(ctx, serial, act == tokActEnable)
+		_, err := ts.SetActive(ctx, serial, act == tokActEnable, r.InTx(ctx))
 		return err
 	case tokActSetDescription:
-		return ts.SetDescription(ctx, serial, m.expand(ctx, r, o["description"]))
+		return ts.SetDescription(ctx, serial, m.expand(ctx, r, o["description"]), r.InTx(ctx))
 	case tokActSetValidity:
 		var f token.Fields
 		now := m.s.now()
@@ -343,40 +343,40 @@ func (m *tokenModule) apply(ctx context.Context, r *Run, act string, t *token.To
 		if f.Len() == 0 {
 			return nil
 		}
-		return ts.SetFields(ctx, serial, f)
+		return ts.SetFields(ctx, serial, f, r.InTx(ctx))
 	case tokActSetCountWindow:
 		f, _, err := token.ParseFields(token.Params{"count_window": o[tokOptCountWindow]})
 		if err != nil {
 			return err
 		}
-		return ts.SetFields(ctx, serial, f)
+		return ts.SetFields(ctx, serial, f, r.InTx(ctx))
 	case tokActSetMaxFail:
 		f, _, err := token.ParseFields(token.Params{"max_failcount": o[tokOptMaxFail]})
 		if err != nil {
 			return err
 		}
-		return ts.SetFields(ctx, serial, f)
+		return ts.SetFields(ctx, serial, f, r.InTx(ctx))
 	case tokActSetInfo:
 		key := strings.TrimSpace(o["key"])
 		if key == "" {
 			return apierr.MissingParameter("key")
 		}
-		return ts.SetInfo(ctx, serial, key, m.expand(ctx, r, o["value"]))
+		return ts.SetInfo(ctx, serial, key, m.expand(ctx, r, o["value"]), r.InTx(ctx))
 	case tokActDeleteInfo:
 		key := strings.TrimSpace(o["key"])
 		if key == "" {
 			return apierr.MissingParameter("key")
 		}
-		return ts.DeleteInfo(ctx, serial, key)
+		return ts.DeleteInfo(ctx, serial, key, r.InTx(ctx))
 	case tokActIncreaseInfo:
-		return m.increaseInfo(ctx, serial, o)
+		return m.increaseInfo(ctx, r, serial, o)
 	case tokActSetFailCounter:
 		n, err := tokFailCount(o[tokOptFailCounter])
 		if err != nil {
 			return err
 		}
 		now := m.s.now()
-		_, err = ts.Update(ctx, serial, false, func(t *token.Token) error { tokSetFailCount(t, n, now); return nil })
+		_, err = ts.Update(ctx, serial, false, func(t *token.Token) error { tokSetFailCount(t, n, now); return nil }, r.InTx(ctx))
 		return err
 	case tokActChangeFailCount:
 		d, err := tokFailDelta(o[tokOptChangeFail])
@@ -384,7 +384,7 @@ func (m *tokenModule) apply(ctx context.Context, r *Run, act string, t *token.To
 			return err
 		}
 		now := m.s.now()
-		_, err = ts.Update(ctx, serial, false, func(t *token.Token) error { tokSetFailCount(t, t.FailCount+d, now); return nil })
+		_, err = ts.Update(ctx, serial, false, func(t *token.Token) error { tokSetFailCount(t, t.FailCount+d, now); return nil }, r.InTx(ctx))
 		return err
 	case tokActSetRandomPIN:
 		return m.randomPIN(ctx, r, serial)
@@ -394,7 +394,7 @@ func (m *tokenModule) apply(ctx context.Context, r *Run, act string, t *token.To
 
 // increaseInfo adds the increment to the integer tokeninfo value of the
 // option key, in one transaction (concurrent events count correctly).
-func (m *tokenModule) increaseInfo(ctx context.Context, serial string, o map[string]string) error {
+func (m *tokenModule) increaseInfo(ctx context.Context, r *Run, serial string, o map[string]string) error {
 	key := strings.TrimSpace(o["key"])
 	if key == "" {
 		return apierr.MissingParameter("key")
@@ -417,7 +417,7 @@ func (m *tokenModule) increaseInfo(ctx context.Context, serial string, o map[str
 		}
 		t.SetInfo(key, strconv.Itoa(n+inc))
 		return nil
-	})
+	}, r.InTx(ctx))
 	return err
 }
 
@@ -433,16 +433,12 @@ func (m *tokenModule) randomPIN(ctx context.Context, r *Run, serial string) erro
 	if err != nil {
 		return err
 	}
-	if err := m.s.cfg.Tokens.SetPIN(ctx, serial, pin, false); err != nil {
+	if err := m.s.cfg.Tokens.SetPIN(ctx, serial, pin, false, r.InTx(ctx)); err != nil {
 		return err
 	}
-	if resp := r.Call.Response; resp != nil {
-		if resp.Detail == nil {
-			resp.Detail = map[string]any{}
-		}
-		resp.Detail["pin"] = pin
-		resp.Changed = true
-	}
+	// The later handlers of the call (a UserNotification's {pin}) read
+	// it; it is never part of the answer.
+	r.Call.PIN = pin
 	return nil
 }
 

@@ -79,6 +79,9 @@ func (r *Run) Tags(ctx context.Context, escapeHTML bool) map[string]string {
 	t["serial"], t["tokentype"], t["tokendescription"] = serial, typ, desc
 	t["registrationcode"] = detailString(detail, "registrationcode")
 	t["pin"] = detailString(detail, "pin")
+	if r.Call.PIN != "" {
+		t["pin"] = r.Call.PIN
+	}
 	t["googleurl_value"] = subString(detail["googleurl"], "value")
 	t["googleurl_img"] = subString(detail["googleurl"], "img")
 	t["pushurl_value"] = subString(detail["pushurl"], "value")

@@ -451,7 +451,7 @@ func (s *Service) Exists(ctx context.Context, serial string) (bool, error) {
 // Update applies fn to the stored token in one transaction and returns
 // the new state. fn may run more than once; it must only change the token.
 // A revoked (locked) token refuses changes unless allowLocked.
-func (s *Service) Update(ctx context.Context, serial string, allowLocked bool, fn func(t *Token) error) (*Token, error) {
+func (s *Service) Update(ctx context.Context, serial string, allowLocked bool, fn func(t *Token) error, also ...func(store.Tx) error) (*Token, error) {
 	var out *Token
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		old, err := s.loadShared(tx, serial)
@@ -469,7 +469,10 @@ func (s *Service) Update(ctx context.Context, serial string, allowLocked bool, f
 			return err
 		}
 		out = t
-		return s.save(tx, old, t)
+		if err := s.save(tx, old, t); err != nil {
+			return err
+		}
+		return store.RunAlso(tx, also)
 	})
 	return out, err
 }
