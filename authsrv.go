@@ -259,7 +259,7 @@ func (s *Server) open() error {
 	s.events = eventing.New(eventing.Config{Store: s.st, Audit: s.audit, Tokens: s.tokens, Realms: s.realms, Attrs: s.attrs,
 		Notify: s.notify, Host: eventHost{s: s}, Log: c.log.With().Str("component", "eventing").Logger(), Now: c.now,
 		Rand: c.rand, Node: c.nodeName, ScriptDir: c.eventScriptDir, SpoolDir: c.spoolDir, URL: c.publicURL,
-		HTTP: c.dial.HTTPClient(0, 0), Events: firedEvents})
+		HTTP: eventHTTPClient(c.dial), Events: firedEvents})
 	s.events.RegisterBuiltins()
 	for _, m := range c.eventModules {
 		s.events.Register(m)

@@ -2,12 +2,14 @@ package authsrv
 
 import (
 	"context"
+	"net/http"
 	"maps"
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/caller"
 	"github.com/authsrv/authsrv/eventing"
+	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/user"
 	"github.com/authsrv/authsrv/validate"
 )
@@ -195,6 +197,18 @@ func (h *validateHook) Post(ctx context.Context, name string, r validate.Request
 	perr := h.s.events.Run(ctx, eventing.Post, c)
 	eventsAnswered(ctx, c.Response)
 	return perr
+}
+
+// eventHTTPClient is the client of the WebHook and Federation modules:
+// through the dial policy, no redirects followed, and as many idle
+// connections per receiver as the background queue has workers (the
+// default two would open a connection per webhook under load).
+func eventHTTPClient(p *netguard.Policy) *http.Client {
+	c := p.HTTPClient(0, 0)
+	if tr, ok := c.Transport.(*http.Transport); ok {
+		tr.MaxIdleConnsPerHost = 64
+	}
+	return c
 }
 
 // eventHost is what the handler modules need of the library.

@@ -149,6 +149,31 @@ func (r *Run) InTx(ctx context.Context) func(store.Tx) error {
 	}
 }
 
+// Detach is for a module whose action completes in the background
+// (Service.Background): the dispatcher writes no entry for the run when
+// Do returns nil; the module calls the function returned, once, when the
+// action is done (err nil: success), and that writes the run's entry.
+// The entry is made now; the operation does not wait for it.
+func (r *Run) Detach(ctx context.Context) func(err error) {
+	r.written = true
+	s := r.svc
+	e := s.entry(ctx, r, r.started, true, r.Def.Name)
+	return func(err error) {
+		if s.cfg.Audit == nil {
+			return
+		}
+		end := s.now()
+		e.Date, e.Duration = end.UTC(), end.Sub(r.started).Seconds()
+		if err != nil {
+			e.Success, e.Info = false, audit.Text(r.Def.Name+" ("+errorClass(err)+")", 512)
+		}
+		// Neither the operation nor the background worker waits for
+		// the entry: the entries of background work are written in
+		// batches, one commit (and one seal) for many.
+		s.hooks.auditLater(e)
+	}
+}
+
 // audit writes the entry of one handler run.
 func (s *Service) audit(ctx context.Context, r *Run, started time.Time, success bool, info string) {
 	if s.cfg.Audit == nil {
@@ -392,8 +417,17 @@ func IsTrue(v any) bool {
 
 // Background runs fn outside the request, on a bounded queue: side effects
 // that must not hold up the operation (webhooks). When the queue is full
-// the work is dropped and logged.
-func (s *Service) Background(name string, fn func(ctx context.Context)) { s.hooks.submit(name, fn) }
+// (or the service is closed) the work is dropped, logged, and Background
+// returns ErrBusy.
+func (s *Service) Background(name string, fn func(ctx context.Context)) error {
+	if !s.hooks.submit(name, fn) {
+		return ErrBusy
+	}
+	return nil
+}
+
+// ErrBusy is the failure of work the background queue had no room for.
+var ErrBusy = apierr.New(apierr.Server, "The event handler's background queue is full.")
 
 // hookQueue is a small pool of workers for Background.
 type hookQueue struct {
@@ -406,6 +440,9 @@ type hookQueue struct {
 	quit context.CancelFunc
 
 	dropped, logged, lastLog atomic.Int64
+
+	// audits are the entries of dropped work, written by one goroutine.
+	audits chan audit.Entry
 }
 
 type backgroundJob struct {
@@ -421,11 +458,65 @@ const (
 func (q *hookQueue) init(s *Service) {
 	q.s = s
 	q.ch = make(chan backgroundJob, backgroundQueue)
+	q.audits = make(chan audit.Entry, backgroundQueue)
 	q.stop = make(chan struct{})
 	q.ctx, q.quit = context.WithCancel(context.Background())
 }
 
+// auditLater queues the entry of background work for the batch writer;
+// when even that queue is full the entry is lost, and counted in the log.
+func (q *hookQueue) auditLater(e audit.Entry) {
+	q.once.Do(q.start)
+	select {
+	case q.audits <- e:
+	default:
+		q.s.cfg.Log.Error().Str("component", "audit").Msg("event handler audit queue is full: entry lost")
+	}
+}
+
+// maxAuditBatch bounds the entries of one batch commit.
+const maxAuditBatch = 256
+
+// writeAudits writes first and whatever else is queued, in one commit.
+func (q *hookQueue) writeAudits(first audit.Entry) {
+	batch := []audit.Entry{first}
+	for len(batch) < maxAuditBatch {
+		select {
+		case e := <-q.audits:
+			batch = append(batch, e)
+			continue
+		default:
+		}
+		break
+	}
+	err := q.s.cfg.Store.Update(context.Background(), func(tx store.Tx) error {
+		for _, e := range batch {
+			if _, err := q.s.cfg.Audit.WriteTx(tx, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		q.s.cfg.Log.Error().Err(err).Str("component", "audit").Int("entries", len(batch)).Msg("event handler audit write failed")
+	}
+}
+
 func (q *hookQueue) start() {
+	q.wg.Add(1)
+	go func() {
+		defer q.wg.Done()
+		for {
+			select {
+			case <-q.stop:
+				return
+			case e := <-q.audits:
+				if q.s.cfg.Audit != nil {
+					q.writeAudits(e)
+				}
+			}
+		}
+	}()
 	for range backgroundWorkers {
 		q.wg.Add(1)
 		go func() {
@@ -451,15 +542,16 @@ func (q *hookQueue) run(j backgroundJob) {
 	j.fn(q.ctx)
 }
 
-func (q *hookQueue) submit(name string, fn func(ctx context.Context)) {
+func (q *hookQueue) submit(name string, fn func(ctx context.Context)) bool {
 	q.once.Do(q.start)
 	select {
 	case <-q.stop:
-		return
+		return false
 	default:
 	}
 	select {
 	case q.ch <- backgroundJob{name: name, fn: fn}:
+		return true
 	default:
 		// Logged at most once a second, with the number dropped since.
 		n := q.dropped.Add(1)
@@ -468,6 +560,7 @@ func (q *hookQueue) submit(name string, fn func(ctx context.Context)) {
 			q.s.cfg.Log.Error().Str("component", "eventing").Str("job", name).Int64("dropped", n-q.logged.Swap(n)).
 				Msg("background event queue is full: work dropped")
 		}
+		return false
 	}
 }
 
@@ -480,11 +573,24 @@ func (q *hookQueue) close() {
 	close(q.stop)
 	q.quit()
 	q.wg.Wait()
+	// The entries of the work that ran are written before the store
+	// closes.
+	for {
+		select {
+		case e := <-q.audits:
+			if q.s.cfg.Audit != nil {
+				q.writeAudits(e)
+			}
+			continue
+		default:
+		}
+		return
+	}
 }
 
 // Wait blocks until the background queue is empty (tests).
 func (s *Service) Wait(ctx context.Context) error {
-	for len(s.hooks.ch) > 0 {
+	for len(s.hooks.ch) > 0 || len(s.hooks.audits) > 0 {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -230,14 +230,35 @@ func (m *scriptModule) Do(ctx context.Context, r *Run) error {
 		return m.failed(r, raise, "the script is missing or not executable", err)
 	}
 	args := scriptArgs(ctx, r)
-
-	parent := ctx
 	if !wait {
-		// The operation ends before the script: only the timeout
-		// stops it.
-		parent = context.WithoutCancel(ctx)
+		// The operation does not wait: the script runs on the bounded
+		// background queue (its entry is written when it is done), and
+		// only the timeout stops it.
+		done := r.Detach(ctx)
+		if err := m.s.Background("script "+name, func(bctx context.Context) {
+			if reason, cause := m.exec(bctx, r, path, dir, args, false); reason != "" {
+				done(m.failed(r, false, reason, cause))
+				return
+			}
+			done(nil)
+		}); err != nil {
+			done(err)
+		}
+		return nil
 	}
-	runCtx, cancel := context.WithTimeout(parent, m.timeout)
+	if reason, cause := m.exec(ctx, r, path, dir, args, true); reason != "" {
+		return m.failed(r, raise, reason, cause)
+	}
+	return nil
+}
+
+// exec runs the script at path and waits for it (at most the timeout).
+// It returns "" when the script exited 0, else the reason it failed and
+// its cause.
+func (m *scriptModule) exec(ctx context.Context, r *Run, path, dir string, args []string, wait bool) (string, error) {
+	name := r.Def.Action
+	runCtx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
 	cmd := exec.CommandContext(runCtx, path, args...)
 	cmd.Env = slices.Clone(scriptEnv)
 	cmd.Dir = dir
@@ -247,37 +268,27 @@ func (m *scriptModule) Do(ctx context.Context, r *Run) error {
 	cmd.WaitDelay = time.Second
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
-		cancel()
-		return m.failed(r, raise, "the script could not be started", err)
+		return "the script could not be started", err
 	}
-	finish := func() error {
-		defer cancel()
-		err := cmd.Wait()
-		ev := m.s.cfg.Log.Debug()
-		if err != nil {
-			ev = m.s.cfg.Log.Warn()
-		}
-		ev.Str("component", "eventing").Str("handler", r.Def.Name).Str("action", name).Bool("background", !wait).
-			AnErr("error", err).Int64("duration_ms", time.Since(started).Milliseconds()).Msg("event handler script finished")
-		return err
+	err := cmd.Wait()
+	ev := m.s.cfg.Log.Debug()
+	if err != nil {
+		ev = m.s.cfg.Log.Warn()
 	}
-	if !wait {
-		go func() { _ = finish() }()
-		return nil
-	}
-	err = finish()
+	ev.Str("component", "eventing").Str("handler", r.Def.Name).Str("action", name).Bool("background", !wait).
+		AnErr("error", err).Int64("duration_ms", time.Since(started).Milliseconds()).Msg("event handler script finished")
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
-		return nil
+		return "", nil
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
-		return m.failed(r, raise, "the script did not finish in time", err)
+		return "the script did not finish in time", err
 	case ctx.Err() != nil:
-		return m.failed(r, raise, "the request was cancelled", err)
+		return "the request was cancelled", err
 	case errors.As(err, &ee):
-		return m.failed(r, raise, fmt.Sprintf("the script failed with exit status %d", ee.ExitCode()), nil)
+		return fmt.Sprintf("the script failed with exit status %d", ee.ExitCode()), nil
 	default:
-		return m.failed(r, raise, "the script failed", err)
+		return "the script failed", err
 	}
 }
 

@@ -31,9 +31,9 @@ const (
 
 // webHook is the WebHook module: it posts a JSON or form body to a URL.
 // The POST runs in the background (Service.Background), so that a slow or
-// unreachable receiver never holds up the operation; its failures are
-// logged, not audited, since the handler's audit entry is written before
-// the POST ends.
+// unreachable receiver never holds up the operation; the handler's audit
+// entry is written when the POST is done, a failure as a failure (the log
+// says why).
 type webHook struct {
 	s *Service
 	// client is the default client, used when the configuration has
@@ -141,7 +141,7 @@ func (w *webHook) Do(ctx context.Context, r *Run) error {
 	}
 	var tags map[string]string
 	if IsTrue(o["replace"]) {
-		tags = r.webHookTags(ctx)
+		tags = r.webHookTags(ctx, usedTags(o["data"]))
 	}
 	body, err := webHookBody(ct, o["data"], tags)
 	if err != nil {
@@ -149,17 +149,28 @@ func (w *webHook) Do(ctx context.Context, r *Run) error {
 	}
 	target, host := u.String(), u.Host
 	handler, reqID := r.Def.Name, r.Call.Caller.RequestID
-	w.s.Background("webhook "+handler, func(ctx context.Context) {
-		w.post(ctx, target, host, ct, body, handler, reqID)
-	})
+	done := r.Detach(ctx)
+	if err := w.s.Background("webhook "+handler, func(ctx context.Context) {
+		done(w.post(ctx, target, host, ct, body, handler, reqID))
+	}); err != nil {
+		done(err)
+	}
 	return nil
 }
 
 // webHookTags are the tags of a webhook's data: the notification tags
 // without the secret ones, plus {challenge} (the transaction id of the
 // operation's challenge) and privacyIDEA's webhook names.
-func (r *Run) webHookTags(ctx context.Context) map[string]string {
-	t := withoutSecrets(r.Tags(ctx, false))
+func (r *Run) webHookTags(ctx context.Context, want map[string]bool) map[string]string {
+	if want != nil {
+		// The aliases need their originals.
+		for alias, orig := range map[string]string{"token_serial": "serial", "token_owner": "username", "user_realm": "userrealm"} {
+			if want[alias] {
+				want[orig] = true
+			}
+		}
+	}
+	t := withoutSecrets(r.tagsFor(ctx, false, want))
 	tid := r.Call.TransactionID
 	if tid == "" && r.Call.Response != nil {
 		tid = detailString(r.Call.Response.Detail, "transaction_id")
@@ -294,7 +305,7 @@ func (w *webHook) httpClient() *http.Client {
 
 // post sends one webhook and logs its outcome with the URL's host only
 // (the path and query may hold credentials, the body user data).
-func (w *webHook) post(ctx context.Context, target, host, ct string, body []byte, handler, reqID string) {
+func (w *webHook) post(ctx context.Context, target, host, ct string, body []byte, handler, reqID string) error {
 	timeout := w.s.cfg.WebHookTimeout
 	if timeout <= 0 {
 		timeout = defaultWebHookTimeout
@@ -307,7 +318,7 @@ func (w *webHook) post(ctx context.Context, target, host, ct string, body []byte
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		log.Warn().Msg("webhook request could not be built")
-		return
+		return errors.New("webhook request could not be built")
 	}
 	req.Header.Set("Content-Type", ct)
 	res, err := w.httpClient().Do(req)
@@ -318,7 +329,7 @@ func (w *webHook) post(ctx context.Context, target, host, ct string, body []byte
 			err = ue.Err
 		}
 		log.Warn().Str("error", err.Error()).Int64("duration_ms", time.Since(start).Milliseconds()).Msg("webhook failed")
-		return
+		return errWebHookFailed
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxWebHookAnswer))
 	_ = res.Body.Close()
@@ -328,4 +339,15 @@ func (w *webHook) post(ctx context.Context, target, host, ct string, body []byte
 		ev, msg = log.Warn(), fmt.Sprintf("webhook answered HTTP %d", res.StatusCode)
 	}
 	ev.Int("status", res.StatusCode).Int64("duration_ms", time.Since(start).Milliseconds()).Msg(msg)
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		return errWebHookFailed
+	}
+	return nil
 }
+
+// errWebHookFailed is the failure of a POST (the log says why).
+var errWebHookFailed = &webHookError{}
+
+type webHookError struct{}
+
+func (*webHookError) Error() string { return "the webhook receiver did not accept the request" }

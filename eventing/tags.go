@@ -7,6 +7,7 @@ import (
 
 	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/caller"
+	"github.com/authsrv/authsrv/user"
 )
 
 // secretTags are the tags whose values hold a secret of the enrollment:
@@ -29,6 +30,43 @@ var secretTags = []string{
 // enrollment that the user must receive): it is a secret, for
 // notifications only, and never logged.
 func (r *Run) Tags(ctx context.Context, escapeHTML bool) map[string]string {
+	return r.tagsFor(ctx, escapeHTML, nil)
+}
+
+// usedTags are the tag names text refers to ("{serial}" -> serial).
+func usedTags(texts ...string) map[string]bool {
+	used := map[string]bool{}
+	for _, t := range texts {
+		for {
+			i := strings.IndexByte(t, '{')
+			if i < 0 {
+				break
+			}
+			j := strings.IndexByte(t[i:], '}')
+			if j < 0 {
+				break
+			}
+			used[t[i+1:i+j]] = true
+			t = t[i+j:]
+		}
+	}
+	return used
+}
+
+// tagsFor is Tags; with want set, the user store and the token are read
+// only when a wanted tag needs them (the others are then "").
+func (r *Run) tagsFor(ctx context.Context, escapeHTML bool, want map[string]bool) map[string]string {
+	needs := func(names ...string) bool {
+		if want == nil {
+			return true
+		}
+		for _, n := range names {
+			if want[n] {
+				return true
+			}
+		}
+		return false
+	}
 	c := r.Call
 	s := r.svc
 	t := make(map[string]string, 40)
@@ -49,8 +87,14 @@ func (r *Run) Tags(ctx context.Context, escapeHTML bool) map[string]string {
 	t["action"] = action
 	t["url"] = s.cfg.URL
 
-	u := r.User(ctx)
-	info := r.UserInfo(ctx)
+	var u user.User
+	if needs("username", "userrealm", "user", "givenname", "surname") {
+		u = r.User(ctx)
+	}
+	var info map[string]string
+	if needs("user", "givenname", "surname") {
+		info = r.UserInfo(ctx)
+	}
 	t["givenname"], t["surname"] = info["givenname"], info["surname"]
 	t["username"], t["userrealm"] = u.Login, u.Realm
 	t["user"] = strings.TrimSpace(info["givenname"] + " " + info["surname"])
@@ -65,11 +109,13 @@ func (r *Run) Tags(ctx context.Context, escapeHTML bool) map[string]string {
 		detail, value = c.Response.Detail, c.Response.Value
 	}
 	serial, typ, desc := c.Serial, c.TokenType, ""
-	if tok, ok := r.Token(ctx); ok {
-		if serial == "" || serial == tok.Serial {
-			serial, desc = tok.Serial, tok.Description
-			if typ == "" {
-				typ = tok.Type
+	if serial == "" || needs("tokentype", "tokendescription") {
+		if tok, ok := r.Token(ctx); ok {
+			if serial == "" || serial == tok.Serial {
+				serial, desc = tok.Serial, tok.Description
+				if typ == "" {
+					typ = tok.Type
+				}
 			}
 		}
 	}
