@@ -2,8 +2,8 @@ package authsrv
 
 import (
 	"context"
-	"net/http"
 	"maps"
+	"net/http"
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/audit"
@@ -167,6 +167,7 @@ func (h *validateHook) Post(ctx context.Context, name string, r validate.Request
 	if ExchangeFrom(ctx) == nil || len(c.Params) == 0 {
 		maps.Copy(c.Params, requestParams(&r))
 	}
+	c.Pass = r.Pass
 	if res.User.Login != "" {
 		c.User = res.User
 	} else if c.User.Login == "" && r.User != "" {

@@ -4,7 +4,7 @@ package eventing
 // GET /event/handlermodules.
 func (s *Service) RegisterBuiltins() {
 	for _, m := range []Module{
-		newUserNotification(s), newToken(s), newScript(s), newCounter(s),
+		newUserNotification(s), newToken(s), newScript(s), newFederation(s), newCounter(s),
 		newRequestMangler(s), newResponseMangler(s), newLogging(s), newCustomUserAttributes(s), newWebHook(s),
 	} {
 		s.Register(m)

@@ -106,6 +106,10 @@ type Call struct {
 	Response *Response
 	// Err is the operation's error (post handlers only).
 	Err error
+	// Pass is the request's password (the PIN and OTP of a validate
+	// request): only the Federation module reads it, to forward the
+	// request. It is never logged, never a tag, never in Params.
+	Pass string
 	// PIN is a PIN a handler set for the call's token ("set random
 	// pin"), for the {pin} tag of the handlers after it. It is never part
 	// of the answer and never logged.

@@ -1,13 +1,14 @@
 // Package notify owns authsrv's outgoing notification channels: the
-// definitions of SMTP servers, SMS gateways and RADIUS servers, and the
-// senders that use them (e-mail through github.com/wneessen/go-mail, SMS
-// through the HTTP, SMTP and script providers, RADIUS requests through
-// internal/radclient).
+// definitions of SMTP servers, SMS gateways, RADIUS servers and remote
+// privacyIDEA (or authsrv) servers, and the senders that use them (e-mail
+// through github.com/wneessen/go-mail, SMS through the HTTP, SMTP and
+// script providers, RADIUS requests through internal/radclient, requests
+// forwarded to a remote server by the Federation event handler).
 //
 // It sits on floor 2: it imports store, apierr, internal/secret,
 // internal/radclient and netguard, and never serves HTTP (outgoing HTTP,
-// SMTP and UDP clients only). It owns the buckets "smtpservers", "smsgateways" and
-// "radiusservers"; no other package reads them.
+// SMTP and UDP clients only). It owns the buckets "smtpservers", "smsgateways",
+// "radiusservers" and "privacyideaservers"; no other package reads them.
 //
 // # Secrets
 //

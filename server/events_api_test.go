@@ -103,7 +103,7 @@ func TestEventEndpoints(t *testing.T) {
 		t.Errorf("actions Token %v", acts)
 	}
 	conds := wantOK(t, e.admin(t, tok, "GET", "/event/conditions/Token", "")).(map[string]any)
-	if at(conds, "failcounter.group") != "token" || at(conds, "result_value.type") == nil {
+	if at(conds, "failcounter.group") != "counter" || at(conds, "tokentype.group") != "token" || at(conds, "result_value.type") == nil {
 		t.Errorf("conditions %v", conds)
 	}
 	// Enable, disable, update, delete.
@@ -120,8 +120,8 @@ func TestEventEndpoints(t *testing.T) {
 	if d["name"] != "renamed" || len(d["options"].(map[string]any)) != 0 || len(d["conditions"].(map[string]any)) != 0 {
 		t.Errorf("update is no full replacement: %v", d)
 	}
-	wantError(t, e.admin(t, tok, "POST", "/event/enable/7", ""), 404, 601, "The requested EventHandler could not be found.")
-	wantError(t, e.admin(t, tok, "DELETE", "/event/7", ""), 404, 601, "The requested EventHandler could not be found.")
+	wantError(t, e.admin(t, tok, "POST", "/event/enable/7", ""), 404, 601, "ERR601: The requested EventHandler could not be found.")
+	wantError(t, e.admin(t, tok, "DELETE", "/event/7", ""), 404, 601, "ERR601: The requested EventHandler could not be found.")
 	if v := wantOK(t, e.admin(t, tok, "DELETE", "/event/1", "")); v != float64(1) {
 		t.Errorf("delete %v", v)
 	}
@@ -133,8 +133,8 @@ func TestEventEndpoints(t *testing.T) {
 	wantError(t, e.admin(t, tok, "POST", "/event", form("event", "token_init", "handlermodule", "Logging", "action", "logging")),
 		400, 905, "ERR905: Missing parameter: name")
 	wantError(t, e.admin(t, tok, "POST", "/event", form("name", "w", "event", "validate_check", "handlermodule", "WebHook", "action", "post_webhook",
-		"option.URL", "ftp://127.0.0.1/x", "option.content_type", "json", "option.data", "{}")), 400, 905, "")
-	wantError(t, e.admin(t, tok, "POST", "/event", form("name", "s", "event", "validate_check", "handlermodule", "Script", "action", "../x")), 400, 0, "")
+		"option.URL", "ftp://127.0.0.1/x", "option.content_type", "json", "option.data", "{}")), 400, 905, "ERR905: The webhook URL must be an http or https URL.")
+	wantError(t, e.admin(t, tok, "POST", "/event", form("name", "s", "event", "validate_check", "handlermodule", "Script", "action", "../x")), 400, 905, "ERR905: The script name must be the name of a file in the script directory.")
 	if list := wantOK(t, e.admin(t, tok, "GET", "/event/", "")).([]any); len(list) != 0 {
 		t.Errorf("bad definitions were stored: %v", list)
 	}
@@ -142,7 +142,7 @@ func TestEventEndpoints(t *testing.T) {
 	// eventhandling_write refuses writes.
 	wantOK(t, e.admin(t, tok, "POST", "/policy/adm", form("scope", "admin", "action", "eventhandling_read")))
 	wantError(t, e.admin(t, tok, "POST", "/event", form("name", "x", "event", "token_init", "handlermodule", "Logging", "action", "logging")),
-		403, 303, "Admin actions are defined, but the action eventhandling_write is not allowed!")
+		403, 303, "ERR303: Admin actions are defined, but the action eventhandling_write is not allowed!")
 	wantOK(t, e.admin(t, tok, "GET", "/event/", ""))
 }
 
@@ -294,5 +294,32 @@ func TestWebHookBurst(t *testing.T) {
 	}
 	if n := hits.Load(); n < 16 {
 		t.Errorf("%d webhooks reached the server", n)
+	}
+}
+
+// TestFederationForwardsCheck: a Federation definition on validate_check
+// forwards the request, password included, to another authsrv and answers
+// its response.
+func TestFederationForwardsCheck(t *testing.T) {
+	remote, rtok, _ := eventEnv(t)
+	wantOK(t, remote.admin(t, rtok, "POST", "/token/init", form("serial", "R1", "otpkey", rfcKeyHex, "user", "alice", "realm", "realm1", "pin", "pin")))
+	rs := httptest.NewServer(remote.h)
+	t.Cleanup(rs.Close)
+
+	e, tok, _ := eventEnv(t)
+	wantOK(t, e.admin(t, tok, "POST", "/privacyideaserver/remote", form("url", rs.URL)))
+	postEventDef(t, e, tok, map[string]any{"name": "fwd", "event": "validate_check", "handlermodule": "Federation",
+		"action": "forward", "option.privacyIDEA": "remote"})
+	r := check(t, e, "user", "alice", "realm", "realm1", "pass", "pin"+hotpAt(0))
+	if at(r.json, "result.value") != true || at(r.json, "detail.serial") != "R1" || at(r.json, "detail.origin") == nil {
+		t.Fatalf("forwarded check: %s", r.body)
+	}
+	// The remote counted the OTP: the same one fails there now.
+	r = check(t, e, "user", "alice", "realm", "realm1", "pass", "pin"+hotpAt(0))
+	if at(r.json, "result.value") != false {
+		t.Fatalf("replayed OTP: %s", r.body)
+	}
+	if strings.Contains(e.log.String(), "pin"+hotpAt(0)) {
+		t.Error("the forwarded password reached the log")
 	}
 }

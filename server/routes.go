@@ -147,6 +147,10 @@ func (a *api) routes() {
 	a.handleOp(http.MethodGet, "/radiusserver/", "radiusserver_read", endpoint{access: adminRole, fn: getRadiusServers})
 	a.handleOp(http.MethodPost, "/radiusserver/:radiusid", "radiusserver_write", endpoint{access: adminRole, fn: postRadiusServer})
 	a.handleOp(http.MethodDelete, "/radiusserver/:radiusid", "radiusserver_write", endpoint{access: adminRole, fn: deleteRadiusServer})
+	// Remote privacyIDEA servers; POST .../test_request shares the :id route.
+	a.handleOp(http.MethodGet, "/privacyideaserver/", "privacyideaserver_read", endpoint{access: adminRole, fn: getPIServers})
+	a.handleOp(http.MethodPost, "/privacyideaserver/:piserverid", rightPIServerWrite, endpoint{access: adminRole, fn: postPIServer})
+	a.handleOp(http.MethodDelete, "/privacyideaserver/:piserverid", rightPIServerWrite, endpoint{access: adminRole, fn: deletePIServer})
 }
 
 // handleOp registers a route whose operation runs in the library, which
