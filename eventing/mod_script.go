@@ -15,6 +15,7 @@ import (
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/caller"
+	"github.com/authsrv/authsrv/notify"
 )
 
 // The Script module runs the executables of the script directory
@@ -35,9 +36,8 @@ import (
 // error then says only that the script failed: its output, exit status and
 // path stay in the log.
 //
-// Without process groups (exec's portable default) only the script itself
-// is killed at the timeout; programs it started in the background may
-// outlive it.
+// On Unix the timeout kills the script's process group (notify.KillGroup),
+// programs it started included; elsewhere only the script itself.
 type scriptModule struct {
 	s *Service
 	// timeout bounds one run of a script (wait and background alike).
@@ -262,6 +262,9 @@ func (m *scriptModule) exec(ctx context.Context, r *Run, path, dir string, args 
 	cmd := exec.CommandContext(runCtx, path, args...)
 	cmd.Env = slices.Clone(scriptEnv)
 	cmd.Dir = dir
+	// The timeout kills the script's whole process group: programs it
+	// started do not outlive it.
+	notify.KillGroup(cmd)
 	// Stdin, Stdout and Stderr stay nil: the null device. Nothing of the
 	// request reaches the script but its arguments, and its output
 	// (which may echo anything) is never logged or returned.

@@ -4,6 +4,6 @@ package notify
 
 import "os/exec"
 
-// killGroup keeps exec's default: only the program itself is killed at the
+// KillGroup keeps exec's default: only the program itself is killed at the
 // timeout.
-func killGroup(*exec.Cmd) {}
+func KillGroup(*exec.Cmd) {}

@@ -7,9 +7,9 @@ import (
 	"syscall"
 )
 
-// killGroup runs the program in its own process group and kills the whole
+// KillGroup runs the program in its own process group and kills the whole
 // group at the timeout, so that children it started do not outlive it.
-func killGroup(cmd *exec.Cmd) {
+func KillGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 }

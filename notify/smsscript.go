@@ -110,7 +110,7 @@ func (s *Service) runScript(ctx context.Context, gw string, opts map[string]stri
 	cmd.Env = scriptEnv
 	cmd.Dir = filepath.Dir(path)
 	cmd.WaitDelay = time.Second
-	killGroup(cmd)
+	KillGroup(cmd)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		cancel()
