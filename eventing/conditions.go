@@ -421,7 +421,14 @@ func condAuthentication(event string, res *Response) string {
 	if res == nil || !res.Status || res.Error != nil || !condAuthEvents[event] {
 		return ""
 	}
-	value := res.Value
+	return Authentication(res.Value, res.Detail)
+}
+
+// Authentication is privacyIDEA's result.authentication of an
+// authentication answer with value and detail: CHALLENGE, ACCEPT,
+// DECLINED or REJECT. The value of /validate/samlcheck is an object
+// whose auth member decides.
+func Authentication(value any, detail map[string]any) string {
 	if m, ok := value.(map[string]any); ok {
 		if a, ok := m["auth"]; ok {
 			value = a
@@ -430,16 +437,16 @@ func condAuthentication(event string, res *Response) string {
 	if s, ok := value.(string); ok && s == authChallenge {
 		return authChallenge
 	}
-	if condNonEmptyList(res.Detail["multi_challenge"]) {
+	if condNonEmptyList(detail["multi_challenge"]) {
 		return authChallenge
 	}
-	if _, ok := res.Detail["passkey"]; ok {
+	if _, ok := detail["passkey"]; ok {
 		return authChallenge
 	}
-	if condTruthy(value) {
+	if Truthy(value) {
 		return authAccept
 	}
-	if st, ok := res.Detail["challenge_status"].(string); ok && (st == "declined" || st == "cancelled") {
+	if st, ok := detail["challenge_status"].(string); ok && (st == "declined" || st == "cancelled") {
 		return authDeclined
 	}
 	return authReject
@@ -454,8 +461,8 @@ func condNonEmptyList(v any) bool {
 	return (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array) && rv.Len() > 0
 }
 
-// condTruthy follows Python's truth rules for a JSON value.
-func condTruthy(v any) bool {
+// Truthy follows Python's truth rules for a JSON value.
+func Truthy(v any) bool {
 	switch x := v.(type) {
 	case nil:
 		return false

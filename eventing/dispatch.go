@@ -2,6 +2,7 @@ package eventing
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -393,10 +394,21 @@ func toString(v any) string {
 			return strconv.FormatInt(int64(x), 10)
 		}
 		return strconv.FormatFloat(x, 'f', -1, 64)
+	case fmt.Stringer:
+		return x.String()
 	default:
-		return fmt.Sprint(x)
+		b, err := json.Marshal(x)
+		if err != nil {
+			return fmt.Sprint(x)
+		}
+		return string(b)
 	}
 }
+
+// ParamString renders a request parameter's value as a definition's
+// option or condition stores it: text as it is, True/False, numbers
+// without a trailing .0, lists and objects as JSON.
+func ParamString(v any) string { return toString(v) }
 
 // IsTrue is privacyIDEA's is_true: 1, "1", true and "true" in any case.
 func IsTrue(v any) bool {

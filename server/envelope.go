@@ -12,6 +12,7 @@ import (
 
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/eventing"
 	"github.com/authsrv/authsrv/store"
 )
 
@@ -70,57 +71,10 @@ type answer struct {
 }
 
 // authentication computes result.authentication the way privacyIDEA does
-// for id-2 answers. The value of /validate/samlcheck is an object whose
-// auth member decides (privacyIDEA 3.13).
+// for id-2 answers (eventing.Authentication, which the event conditions
+// share).
 func authentication(value any, detail map[string]any) string {
-	if m, ok := value.(map[string]any); ok {
-		if auth, ok := m["auth"]; ok {
-			value = auth
-		}
-	}
-	if s, ok := value.(string); ok && s == "CHALLENGE" {
-		return "CHALLENGE"
-	}
-	if mc, ok := detail["multi_challenge"].([]any); ok && len(mc) > 0 {
-		return "CHALLENGE"
-	}
-	if mc, ok := detail["multi_challenge"].([]map[string]any); ok && len(mc) > 0 {
-		return "CHALLENGE"
-	}
-	if _, ok := detail["passkey"]; ok {
-		return "CHALLENGE"
-	}
-	if truthy(value) {
-		return "ACCEPT"
-	}
-	if st, ok := detail["challenge_status"].(string); ok && (st == "declined" || st == "cancelled") {
-		return "DECLINED"
-	}
-	return "REJECT"
-}
-
-// truthy follows Python's truth rules for the JSON values handlers return.
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case string:
-		return x != ""
-	case int:
-		return x != 0
-	case int64:
-		return x != 0
-	case float64:
-		return x != 0
-	case []any:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
-	default:
-		return true
-	}
+	return eventing.Authentication(value, detail)
 }
 
 // writeJSON writes v with the headers every answer carries.

@@ -137,7 +137,7 @@ func (c *call) eventParams() (eventing.Definition, bool, error) {
 	}
 	d.Options = map[string]string{}
 	for k, v := range c.p.prefixed("option.") {
-		d.Options[strings.TrimPrefix(k, "option.")] = scalarString(v)
+		d.Options[strings.TrimPrefix(k, "option.")] = eventing.ParamString(v)
 	}
 	return d, abortSet, nil
 }
@@ -166,34 +166,9 @@ func (c *call) eventConditions() (map[string]string, error) {
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
-		out[k] = scalarString(v)
+		out[k] = eventing.ParamString(v)
 	}
 	return out, nil
-}
-
-// scalarString renders a parameter value as a definition stores it.
-func scalarString(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case bool:
-		if x {
-			return "True"
-		}
-		return "False"
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	case json.Number:
-		return x.String()
-	default:
-		b, err := json.Marshal(x)
-		if err != nil {
-			return ""
-		}
-		return string(b)
-	}
 }
 
 // postEvent is POST /event: create, or update with id.
