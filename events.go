@@ -143,13 +143,19 @@ func (h *validateHook) Pre(ctx context.Context, name string, r *validate.Request
 		maps.Copy(c.Params, requestParams(r))
 	}
 	c.TransactionID = r.TransactionID
-	before := requestParams(r)
+	c.Pass = r.Pass
+	// A request mangler's changes to the parameters that make the
+	// request apply to it; parameters no handler changed keep the
+	// request's own reading of them.
+	fields := map[string]*string{"user": &r.User, "realm": &r.Realm, "resolver": &r.Resolver,
+		"serial": &r.Serial, "type": &r.Type, "transaction_id": &r.TransactionID}
+	before := make(map[string]string, len(fields))
+	for k := range fields {
+		before[k] = c.Param(k)
+	}
 	err := h.s.events.Run(ctx, eventing.Pre, c)
-	// A request mangler's changes to the fields of the request apply.
-	for k, field := range map[string]*string{"user": &r.User, "realm": &r.Realm, "resolver": &r.Resolver,
-		"serial": &r.Serial, "type": &r.Type, "transaction_id": &r.TransactionID} {
-		now := c.Param(k)
-		if _, had := before[k]; now != *field || (had && now == "") {
+	for k, field := range fields {
+		if now := c.Param(k); now != before[k] {
 			*field = now
 		}
 	}

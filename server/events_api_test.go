@@ -323,3 +323,25 @@ func TestFederationForwardsCheck(t *testing.T) {
 		t.Error("the forwarded password reached the log")
 	}
 }
+
+// TestRequestManglerValidate: a pre RequestMangler that sets the realm
+// decides the realm of the check; a challenge answered with "state" (no
+// transaction_id) still works with a pre handler defined.
+func TestRequestManglerValidate(t *testing.T) {
+	e, tok, _ := eventEnv(t)
+	wantOK(t, e.admin(t, tok, "POST", "/token/init", form("serial", "V1", "otpkey", rfcKeyHex, "user", "alice", "realm", "realm1", "pin", "pin")))
+	wantOK(t, e.admin(t, tok, "POST", "/realm/other", form("resolvers", "mem1")))
+	postEventDef(t, e, tok, map[string]any{"name": "realm", "event": "validate_check", "handlermodule": "RequestMangler",
+		"position": "pre", "action": "set", "option.parameter": "realm", "option.value": "realm1"})
+	wantAuth(t, check(t, e, "user", "alice", "realm", "other", "pass", "pin"+hotpAt(0)), true, "matching 1 tokens")
+
+	// Challenge-response by state: the PIN triggers an e-mail-less HOTP
+	// challenge through the challenge_response policy.
+	wantOK(t, e.admin(t, tok, "POST", "/policy/cr", form("scope", "authentication", "action", "challenge_response=hotp")))
+	r := check(t, e, "user", "alice", "realm", "realm1", "pass", "pin")
+	txid, _ := at(r.json, "detail.transaction_id").(string)
+	if txid == "" {
+		t.Fatalf("no challenge: %s", r.body)
+	}
+	wantAuth(t, check(t, e, "user", "alice", "realm", "realm1", "state", txid, "pass", hotpAt(1)), true, "")
+}
