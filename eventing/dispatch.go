@@ -430,13 +430,22 @@ func IsTrue(v any) bool {
 // Background runs fn outside the request, on a bounded queue: side effects
 // that must not hold up the operation (webhooks). When the queue is full
 // (or the service is closed) the work is dropped, logged, and Background
-// returns ErrBusy.
+// returns ErrBusy; a nil fn is work a module did not prepare because the
+// queue was full (Busy), counted as dropped.
 func (s *Service) Background(name string, fn func(ctx context.Context)) error {
+	if fn == nil {
+		s.hooks.drop(name)
+		return ErrBusy
+	}
 	if !s.hooks.submit(name, fn) {
 		return ErrBusy
 	}
 	return nil
 }
+
+// Busy reports whether the background queue is full, so that a module
+// can skip preparing work that Background would drop.
+func (s *Service) Busy() bool { return len(s.hooks.ch) == cap(s.hooks.ch) }
 
 // ErrBusy is the failure of work the background queue had no room for.
 var ErrBusy = apierr.New(apierr.Server, "The event handler's background queue is full.")
@@ -565,14 +574,19 @@ func (q *hookQueue) submit(name string, fn func(ctx context.Context)) bool {
 	case q.ch <- backgroundJob{name: name, fn: fn}:
 		return true
 	default:
-		// Logged at most once a second, with the number dropped since.
-		n := q.dropped.Add(1)
-		now := time.Now().UnixNano()
-		if last := q.lastLog.Load(); now-last >= int64(time.Second) && q.lastLog.CompareAndSwap(last, now) {
-			q.s.cfg.Log.Error().Str("component", "eventing").Str("job", name).Int64("dropped", n-q.logged.Swap(n)).
-				Msg("background event queue is full: work dropped")
-		}
+		q.drop(name)
 		return false
+	}
+}
+
+// drop counts work the queue had no room for; it is logged at most once
+// a second, with the number dropped since.
+func (q *hookQueue) drop(name string) {
+	n := q.dropped.Add(1)
+	now := time.Now().UnixNano()
+	if last := q.lastLog.Load(); now-last >= int64(time.Second) && q.lastLog.CompareAndSwap(last, now) {
+		q.s.cfg.Log.Error().Str("component", "eventing").Str("job", name).Int64("dropped", n-q.logged.Swap(n)).
+			Msg("background event queue is full: work dropped")
 	}
 }
 

@@ -139,6 +139,13 @@ func (w *webHook) Do(ctx context.Context, r *Run) error {
 	if !ok {
 		return paramErr("The content_type must be application/json or application/x-www-form-urlencoded.")
 	}
+	if w.s.Busy() {
+		// The queue is full: the POST would be dropped, so its body is
+		// not built (a slow receiver must not make the requests slower).
+		done := r.Detach(ctx)
+		done(w.s.Background("webhook "+r.Def.Name, nil))
+		return nil
+	}
 	var tags map[string]string
 	if IsTrue(o["replace"]) {
 		tags = r.webHookTags(ctx, usedTags(o["data"]))
