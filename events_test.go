@@ -110,6 +110,16 @@ func TestEventScenariosLibrary(t *testing.T) {
 	if n, _, _ := s.Events().Counter(ctx, "ok"); n != 1 {
 		t.Errorf("counter %d", n)
 	}
+	// The counter's change and its run's entry commit together: one entry.
+	entries := 0
+	for _, r := range auditRows(t, s) {
+		if fmt.Sprint(r["action"]) == "POST-EVENT validate_check>>Counter:increase_counter" {
+			entries++
+		}
+	}
+	if entries != 1 {
+		t.Errorf("%d entries of the counter's run", entries)
+	}
 	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(bodies) > 0 })
 	mu.Lock()
 	if bodies[0]["serial"] != "H1" {

@@ -61,11 +61,11 @@ func (m *counterModule) Do(ctx context.Context, r *Run) error {
 	case cntActIncrease:
 		// An increase never floors: a counter a decrease with negative
 		// values took below 0 goes up by one.
-		n, err = m.s.counters.add(ctx, name, 1, true, false)
+		n, err = m.s.counters.add(ctx, name, 1, true, false, r.InTx(ctx))
 	case cntActDecrease:
-		n, err = m.s.counters.add(ctx, name, -1, IsTrue(r.Def.Options["allow_negative_values"]), false)
+		n, err = m.s.counters.add(ctx, name, -1, IsTrue(r.Def.Options["allow_negative_values"]), false, r.InTx(ctx))
 	case cntActReset:
-		n, err = m.s.counters.add(ctx, name, 0, false, true)
+		n, err = m.s.counters.add(ctx, name, 0, false, true, r.InTx(ctx))
 	default:
 		return paramErr("Unknown action " + r.Def.Action + " of the handler module Counter.")
 	}

@@ -113,9 +113,9 @@ func (m *userAttrsModule) Do(ctx context.Context, r *Run) error {
 		return nil
 	}
 	if act == uaActSet {
-		_, err = m.s.cfg.Attrs.Set(ctx, u, key, o[uaOptValue], "")
+		_, err = m.s.cfg.Attrs.Set(ctx, u, key, o[uaOptValue], "", r.InTx(ctx))
 	} else {
-		_, err = m.s.cfg.Attrs.Delete(ctx, u, key)
+		_, err = m.s.cfg.Attrs.Delete(ctx, u, key, r.InTx(ctx))
 	}
 	if err != nil {
 		return err
