@@ -29,6 +29,7 @@ import (
 	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/eventing"
 	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/machine"
 	"github.com/authsrv/authsrv/notify"
 	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/realm"
@@ -81,10 +82,15 @@ type Server struct {
 	policies  *policy.Service
 	audit     *audit.Log
 	notify    *notify.Service
+	machines  *machine.Resolvers
 	tokens    *token.Service
 	validator *validate.Validator
 	events    *eventing.Service
 	ops       *Ops
+
+	// The machine tokens, their applications and the service IDs.
+	serviceIDs    *machine.ServiceIDs
+	machineTokens *machine.Tokens
 
 	started   atomic.Bool
 	settled   atomic.Bool // the start-up work is done (startUp)
@@ -211,6 +217,8 @@ func (s *Server) open() error {
 	}
 	s.resolvers = resolver.New(s.st, sealer, types, c.log, c.now)
 	s.resolvers.SetDialPolicy(c.dial)
+	s.machines = machine.NewResolvers(machine.ResolversConfig{Store: s.st, Sealer: sealer, Log: c.log, Files: c.files(),
+		Dial: c.dial, UserTypes: types})
 	s.attrs = user.NewAttributes(s.st)
 	s.realms = realm.New(realm.Config{
 		Store: s.st, Resolvers: s.resolvers, Attrs: s.attrs,
@@ -253,9 +261,16 @@ func (s *Server) open() error {
 		return fmt.Errorf("token indexes: %w", err)
 	}
 	s.realms.SetTokenCheck(token.RealmHasOwners)
+	s.serviceIDs = machine.NewServiceIDs(s.st)
+	s.machineTokens = machine.NewTokens(machine.TokensConfig{Store: s.st, Tokens: s.tokens, Machines: s.machines,
+		Apps: machine.NewApps(machine.NewSSH(s.serviceIDs), machine.NewLUKS(s.tokens, c.rand))})
+	// Deleting a token drops its machine tokens in the same commit.
+	s.tokens.OnRemove(s.machineTokens.RemoveSerialTx)
+	s.machineTokens.Apps().Register(s.newOffline())
 	s.validator = validate.New(validate.Config{Tokens: s.tokens, Realms: s.realms, Policies: s.policies, Resolvers: s.resolvers, Now: c.now,
 		Store: s.st, CacheKey: hkdfSeed(c.encKey, "authsrv auth cache key"), Audit: s.audit, NodeName: c.nodeName,
-		Events: &validateHook{s: s, legacy: c.eventHandlers}, Attrs: s.attrs})
+		Events: &validateHook{s: s, legacy: c.eventHandlers}, Attrs: s.attrs,
+		AuthItems: s.offlineAuthItems})
 	s.events = eventing.New(eventing.Config{Store: s.st, Audit: s.audit, Tokens: s.tokens, Realms: s.realms, Attrs: s.attrs,
 		Notify: s.notify, Host: eventHost{s: s}, Log: c.log.With().Str("component", "eventing").Logger(), Now: c.now,
 		Rand: c.rand, Node: c.nodeName, ScriptDir: c.eventScriptDir, SpoolDir: c.spoolDir, URL: c.publicURL,
@@ -273,6 +288,13 @@ func (s *Server) Validator() *validate.Validator { return s.validator }
 
 // Tokens returns the token service.
 func (s *Server) Tokens() *token.Service { return s.tokens }
+
+// ServiceIDs stores the service IDs.
+func (s *Server) ServiceIDs() *machine.ServiceIDs { return s.serviceIDs }
+
+// MachineTokens keeps the machine tokens and their applications (an
+// embedder registers more applications on MachineTokens().Apps()).
+func (s *Server) MachineTokens() *machine.Tokens { return s.machineTokens }
 
 // userResolvers lists the resolvers of realm that know login (for
 // policies with check_all_resolvers).
@@ -389,6 +411,9 @@ func (s *Server) Close() error {
 		close(s.done)
 		if s.resolvers != nil {
 			_ = s.resolvers.Close()
+		}
+		if s.machines != nil {
+			_ = s.machines.Close()
 		}
 		if s.events != nil {
 			s.events.Close()

@@ -62,6 +62,8 @@ var firedEvents = []string{
 	"token_getserial", "token_getchallenges", "token_cancelchallenge",
 	"user_list", "user_add", "user_update", "user_delete",
 	"set_custom_user_attribute", "get_user_attribute", "get_editable_attributes", "delete_custom_user_attribute",
+	eventOfflineRefill,
+	"serviceid_add", "serviceid_list", "serviceid_delete",
 }
 
 // newCall is the eventing view of one operation.

@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 
 # Debian packages that tests start as real services on loopback:
 # OpenLDAP for the LDAP resolver, PostgreSQL for the SQL resolver,
-# FreeRADIUS for the RADIUS client.
-packages=(slapd ldap-utils postgresql openssl freeradius freeradius-utils)
+# FreeRADIUS for the RADIUS client, OpenSSH's sshd for the ssh-keys command.
+packages=(slapd ldap-utils postgresql openssl freeradius freeradius-utils openssh-server)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -566,6 +566,7 @@ var publicByDesign = map[string]bool{
 	"POST /validate/radiuscheck":                    true,
 	"GET /validate/polltransaction":                 true,
 	"GET /validate/polltransaction/:transaction_id": true,
+	"POST /validate/offlinerefill":                  true,
 }
 
 // adminByRole lists the admin endpoints that privacyIDEA guards by the
@@ -575,6 +576,7 @@ var adminByRole = map[string]bool{
 	"GET /realm/superuser":                true,
 	"GET /defaultrealm":                   true,
 	"GET /resolver/:resolvername/default": true,
+	"GET /application/":                   true,
 }
 
 func toggleSlash(p string) string {

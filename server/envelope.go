@@ -28,6 +28,9 @@ type envelope struct {
 	VersionNumber string    `json:"versionnumber,omitempty"`
 	Time          float64   `json:"time"`
 	Detail        any       `json:"detail,omitempty"`
+	// AuthItems is the top-level "auth_items" of a /validate answer (the
+	// offline application's values).
+	AuthItems any `json:"auth_items,omitempty"`
 }
 
 // noDetail is the detail of an error envelope without details: privacyIDEA
@@ -68,6 +71,8 @@ type answer struct {
 	// raw, when set, writes the whole response instead of the envelope
 	// (file downloads).
 	raw func(w http.ResponseWriter)
+	// authItems, when set, is the envelope's top-level "auth_items".
+	authItems map[string]any
 }
 
 // authentication computes result.authentication the way privacyIDEA does
@@ -142,6 +147,9 @@ func (a *api) writeAnswerAs(w http.ResponseWriter, ans answer, h hardening) {
 	if ans.detail != nil {
 		ans.detail["threadid"] = a.seq.Add(1)
 		env.Detail = ans.detail
+	}
+	if ans.authItems != nil {
+		env.AuthItems = ans.authItems
 	}
 	writeEnvelope(w, http.StatusOK, &env)
 }

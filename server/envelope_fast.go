@@ -30,6 +30,9 @@ const maxPooledBuf = 64 << 10
 func appendEnvelope(b []byte, env *envelope) ([]byte, bool) {
 	start := len(b)
 	fail := func() ([]byte, bool) { return b[:start], false }
+	if env.AuthItems != nil {
+		return fail()
+	}
 	b = append(b, `{"id":`...)
 	b = strconv.AppendInt(b, int64(env.ID), 10)
 	b = append(b, `,"jsonrpc":`...)

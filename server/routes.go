@@ -37,6 +37,7 @@ func (a *api) routes() {
 	a.handle(http.MethodPost, "/validate/triggerchallenge", endpoint{access: adminRole, action: "triggerchallenge", auth: true, fn: validateTrigger})
 	a.handle(http.MethodGet, "/validate/polltransaction", endpoint{access: public, authLimit: true, fn: validatePoll})
 	a.handle(http.MethodGet, "/validate/polltransaction/:transaction_id", endpoint{access: public, authLimit: true, fn: validatePoll})
+	a.handle(http.MethodPost, "/validate/offlinerefill", endpoint{access: public, authLimit: true, fn: validateOfflineRefill})
 
 	// Realms and the default realm.
 	a.handle(http.MethodGet, "/realm/", endpoint{access: adminRole, fn: getRealms})
@@ -151,6 +152,31 @@ func (a *api) routes() {
 	a.handleOp(http.MethodGet, "/privacyideaserver/", "privacyideaserver_read", endpoint{access: adminRole, fn: getPIServers})
 	a.handleOp(http.MethodPost, "/privacyideaserver/:piserverid", rightPIServerWrite, endpoint{access: adminRole, fn: postPIServer})
 	a.handleOp(http.MethodDelete, "/privacyideaserver/:piserverid", rightPIServerWrite, endpoint{access: adminRole, fn: deletePIServer})
+	// Machine resolvers (POST /machineresolver/test shares the :name
+	// route) and the machines they list.
+	a.handleOp(http.MethodGet, "/machineresolver/", "mresolverread", endpoint{access: adminRole, fn: getMachineResolvers})
+	a.handleOp(http.MethodGet, "/machineresolver/:name", "mresolverread", endpoint{access: adminRole, fn: getMachineResolvers})
+	a.handleOp(http.MethodPost, "/machineresolver/:name", "mresolverwrite", endpoint{access: adminRole, fn: postMachineResolver})
+	a.handleOp(http.MethodDelete, "/machineresolver/:name", "mresolverdelete", endpoint{access: adminRole, fn: deleteMachineResolver})
+	a.handleOp(http.MethodGet, "/machine/", "machinelist", endpoint{access: adminRole, fn: getMachines})
+	// Machine tokens, their options and authentication items, and the
+	// applications. DELETE /machine/token/{serial}/... carries both
+	// detach forms; /machine/deltoken and /machine/deloption are
+	// privacyideaadm's.
+	a.handleOp(http.MethodPost, "/machine/token", rightMachineTokens, endpoint{access: adminRole, fn: postMachineToken})
+	a.handleOp(http.MethodGet, "/machine/token", rightMachineTokens, endpoint{access: adminRole, fn: getMachineTokens})
+	a.handleOp(http.MethodDelete, "/machine/token/:serial/*rest", rightMachineTokens, endpoint{access: adminRole, fn: deleteMachineToken})
+	a.handleOp(http.MethodPost, "/machine/tokenoption", rightMachineTokens, endpoint{access: adminRole, fn: postMachineTokenOption})
+	a.handleOp(http.MethodPost, "/machine/deltoken", rightMachineTokens, endpoint{access: adminRole, fn: postMachineDelToken})
+	a.handleOp(http.MethodPost, "/machine/deloption", rightMachineTokens, endpoint{access: adminRole, fn: postMachineDelOption})
+	a.handleOp(http.MethodGet, "/machine/authitem", rightAuthItems, endpoint{access: adminRole, fn: getMachineAuthItems})
+	a.handleOp(http.MethodGet, "/machine/authitem/:application", rightAuthItems, endpoint{access: adminRole, fn: getMachineAuthItems})
+	a.handle(http.MethodGet, "/application/", endpoint{access: adminRole, fn: getApplications})
+	// Service IDs.
+	a.handleOp(http.MethodGet, "/serviceid/", "serviceid_list", endpoint{access: adminRole, fn: getServiceIDs})
+	a.handleOp(http.MethodGet, "/serviceid/:name", "serviceid_list", endpoint{access: adminRole, fn: getServiceIDs})
+	a.handleOp(http.MethodPost, "/serviceid/:name", "serviceid_add", endpoint{access: adminRole, fn: postServiceID})
+	a.handleOp(http.MethodDelete, "/serviceid/:name", "serviceid_delete", endpoint{access: adminRole, fn: deleteServiceID})
 }
 
 // handleOp registers a route whose operation runs in the library, which

@@ -105,7 +105,7 @@ func (c *call) check() (validate.Response, error) {
 
 // validateAnswer is the answer of a decision.
 func validateAnswer(res validate.Response) answer {
-	return answer{value: res.Value, detail: res.Detail(), auth: true}
+	return answer{value: res.Value, detail: res.Detail(), auth: true, authItems: res.AuthItems}
 }
 
 // validateCheck is GET/POST /validate/check.

@@ -168,6 +168,18 @@ type Service struct {
 	listSetMu   sync.Mutex
 	listSetUsed atomic.Int64
 	setMinWork  int
+	// onRemove runs in every transaction that removes a token (OnRemove).
+	onRemove []func(tx store.Tx, serial string) error
+}
+
+// OnRemove registers fn to run in every transaction that removes a token
+// (a delete, a used-up single-use token, a cancelled rollout), after the
+// token's own records are gone, so that a subsystem drops what it keeps
+// of the token (the machine tokens) in the same commit. Register before
+// the service is used; it is not safe to call concurrently with token
+// writes.
+func (s *Service) OnRemove(fn func(tx store.Tx, serial string) error) {
+	s.onRemove = append(s.onRemove, fn)
 }
 
 // New returns the service.
@@ -412,7 +424,15 @@ func (s *Service) remove(tx store.Tx, t *Token) error {
 		return err
 	}
 	s.decoded.forget(t.Serial)
-	return tx.Bucket(bucketTokens).Delete([]byte(t.Serial))
+	if err := tx.Bucket(bucketTokens).Delete([]byte(t.Serial)); err != nil {
+		return err
+	}
+	for _, fn := range s.onRemove {
+		if err := fn(tx, t.Serial); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Get returns a token by serial, or NotFound.

@@ -45,6 +45,9 @@ func (v *Validator) Check(ctx context.Context, r Request) (Response, error) {
 	if err == nil && res.SendFailed && r.RaiseSendError {
 		err = apierr.New(apierr.Server, res.Message)
 	}
+	if err == nil {
+		res.AuthItems = v.authItems(ctx, r, res)
+	}
 	res, err = a.finish(ctx, res, err)
 	if perr := v.post(ctx, a, res, err); perr != nil {
 		return Response{}, perr

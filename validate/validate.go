@@ -177,6 +177,10 @@ type Response struct {
 	// Policies are the names of the policies that decided (for the
 	// audit).
 	Policies []string
+	// AuthItems are the authentication items of the token that decided
+	// a success (privacyIDEA's top-level "auth_items": {"offline":
+	// [...]}); nil for none.
+	AuthItems map[string]any
 }
 
 // Challenge is one challenge of a multi-challenge answer.
@@ -216,6 +220,9 @@ type Config struct {
 	// Attrs are the custom user attributes that policy conditions on
 	// user attributes read besides the user store's (none without).
 	Attrs *user.Attributes
+	// AuthItems, when set, gives the authentication items of the token
+	// of a successful check (the offline application's values).
+	AuthItems AuthItemsFunc
 }
 
 // Validator decides authentication requests.

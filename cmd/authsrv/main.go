@@ -59,6 +59,8 @@ commands:
   restore [-force] [-keep-counters] FILE       restore a backup into the data directory
   audit verify [-db FILE]     check the audit log's hash chain, signatures and checkpoints
   compact                     shrink the store file to its data (offline: stop the server first)
+  ssh-keys [flags] UNIXUSER   print the SSH keys the server gives for UNIXUSER (OpenSSH's
+                              AuthorizedKeysCommand; see "authsrv ssh-keys -h")
   version                     print the version
 
 Every flag can also be set as AUTHSRV_<FLAG> in the environment, with
@@ -99,6 +101,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = e.auditCmd(args)
 	case "compact":
 		err = e.compact(args)
+	case "ssh-keys":
+		err = e.sshKeys(args)
 	case "version":
 		fmt.Fprintf(stdout, "%s %s (%s)\n", authsrv.Product, authsrv.Version, runtime.Version())
 	case "help", "-h", "--help":
