@@ -9,6 +9,7 @@ import (
 	"github.com/authsrv/authsrv/audit"
 	"github.com/authsrv/authsrv/caller"
 	"github.com/authsrv/authsrv/eventing"
+	"github.com/authsrv/authsrv/machine"
 	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/user"
 	"github.com/authsrv/authsrv/validate"
@@ -206,6 +207,15 @@ func (h *validateHook) Post(ctx context.Context, name string, r validate.Request
 	perr := h.s.events.Run(ctx, eventing.Post, c)
 	eventsAnswered(ctx, c.Response)
 	return perr
+}
+
+// AttachToken attaches a token to an application for the Token handler's
+// attach application action, through the audited operation.
+func (h eventHost) AttachToken(ctx context.Context, serial, application, hostname string, options map[string]string) error {
+	who := caller.Caller{Role: caller.Local, Action: "POST /machine/token (event handler)"}
+	_, err := h.s.ops.AttachMachineToken(context.WithoutCancel(ctx), who, machine.AttachRequest{Serial: serial,
+		Application: application, Machine: machine.MachineRef{Hostname: hostname}, Options: options})
+	return err
 }
 
 // eventHTTPClient is the client of the WebHook and Federation modules:

@@ -226,3 +226,29 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestTokenHandlerAttachesOffline: a Token handler attaches every new
+// HOTP token to the offline application; the next successful check
+// hands out offline values.
+func TestTokenHandlerAttachesOffline(t *testing.T) {
+	ctx := t.Context()
+	s := hotpServer(t)
+	setEvent(t, s, eventing.Definition{Name: "offline", Events: []string{"token_init"}, HandlerModule: "Token",
+		Action: "attach application", Conditions: map[string]string{"tokentype": "hotp"},
+		Options: map[string]string{"application": "offline", "count": "10"}})
+	if _, err := s.Ops().InitToken(ctx, local, authsrv.TokenInit{Type: "hotp", Serial: "H2", User: authsrv.Target{User: "bob", Realm: "realm1"},
+		Params: token.Params{"otpkey": fmt.Sprintf("%x", hotpKey), "pin": "1234"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Validator().Check(ctx, validate.Request{User: "bob", Realm: "realm1", Pass: hotpPass(0)})
+	if err != nil || !res.Value {
+		t.Fatalf("check %v %v", res.Value, err)
+	}
+	items, _ := res.AuthItems["offline"].([]map[string]any)
+	if len(items) != 1 {
+		t.Fatalf("auth items %#v", res.AuthItems)
+	}
+	if resp, _ := items[0]["response"].(map[string]string); len(resp) != 10 {
+		t.Errorf("offline values %#v", items[0]["response"])
+	}
+}

@@ -196,6 +196,10 @@ type Host interface {
 	// the request parameters params, as the trusted local administrator
 	// (audited as its own operation), and returns its serial.
 	EnrollToken(ctx context.Context, typ string, owner *user.User, params map[string]string) (string, error)
+	// AttachToken attaches token serial to application on the machine
+	// named hostname ("": no machine) with options, as the trusted local
+	// administrator (audited as its own operation).
+	AttachToken(ctx context.Context, serial, application, hostname string, options map[string]string) error
 }
 
 // Config is what the service needs.

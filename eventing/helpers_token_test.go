@@ -40,9 +40,10 @@ type tokEnroll struct {
 // tokHost is a Host that records enrollments and answers a fixed serial
 // (or err).
 type tokHost struct {
-	mu    sync.Mutex
-	calls []tokEnroll
-	err   error
+	mu       sync.Mutex
+	calls    []tokEnroll
+	attached []tokAttach
+	err      error
 }
 
 func (h *tokHost) EnrollToken(_ context.Context, typ string, owner *user.User, params map[string]string) (string, error) {
@@ -58,6 +59,19 @@ func (h *tokHost) EnrollToken(_ context.Context, typ string, owner *user.User, p
 		return "", h.err
 	}
 	return "ENROLLED0001", nil
+}
+
+func (h *tokHost) AttachToken(_ context.Context, serial, application, hostname string, options map[string]string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.attached = append(h.attached, tokAttach{serial, application, hostname, maps.Clone(options)})
+	return h.err
+}
+
+// tokAttach is one AttachToken call the recording host saw.
+type tokAttach struct {
+	serial, application, hostname string
+	options                       map[string]string
 }
 
 func (h *tokHost) enrollments() []tokEnroll {

@@ -36,6 +36,7 @@ const (
 	tokActChangeFailCount = "change failcounter"
 	tokActSetMaxFail      = "set max failcount"
 	tokActSetRandomPIN    = "set random pin"
+	tokActAttachApp       = "attach application"
 )
 
 // Option names of the Token module that contain spaces, as privacyIDEA
@@ -169,6 +170,17 @@ func (m *tokenModule) Actions(ctx context.Context) (map[string]map[string]Option
 			"length": {Type: "int", Required: true, Value: lengths,
 				Description: "Set the token PIN to a random PIN of this length (default 12); a later notification can send it with the {pin} tag."},
 		},
+		tokActAttachApp: {
+			"application": {Type: "str", Required: true, Value: []string{"ssh", "offline", "luks"},
+				Description: "Attach the token to this application."},
+			"machine ID": str("The host name of the machine to attach the token to (empty: no machine, for a service ID).", false),
+			"service_id": {Type: "str", VisibleIf: "application", VisibleValue: "ssh", Description: "ssh: the service ID."},
+			"user":       {Type: "str", VisibleIf: "application", VisibleValue: "ssh", Description: "ssh: the login user on the machine."},
+			"count":      {Type: "str", VisibleIf: "application", VisibleValue: "offline", Description: "offline: how many OTP values to hand out."},
+			"rounds":     {Type: "str", VisibleIf: "application", VisibleValue: "offline", Description: "offline: the PBKDF2 rounds of each value."},
+			"slot":       {Type: "str", VisibleIf: "application", VisibleValue: "luks", Description: "luks: the key slot."},
+			"partition":  {Type: "str", VisibleIf: "application", VisibleValue: "luks", Description: "luks: the partition."},
+		},
 	}, nil
 }
 
@@ -253,6 +265,8 @@ func (m *tokenModule) Check(ctx context.Context, d Definition) error {
 	case tokActSetRandomPIN:
 		_, err := tokPINLength(o["length"])
 		return err
+	case tokActAttachApp:
+		return tokRequire(o, act, "application")
 	}
 	return nil
 }
@@ -388,6 +402,17 @@ func (m *tokenModule) apply(ctx context.Context, r *Run, act string, t *token.To
 		return err
 	case tokActSetRandomPIN:
 		return m.randomPIN(ctx, r, serial)
+	case tokActAttachApp:
+		opts := map[string]string{}
+		for _, k := range []string{"service_id", "user", "count", "rounds", "slot", "partition"} {
+			if v := strings.TrimSpace(o[k]); v != "" {
+				opts[k] = v
+			}
+		}
+		if m.s.cfg.Host == nil {
+			return paramErr("Attaching a token to an application is not available here.")
+		}
+		return m.s.cfg.Host.AttachToken(ctx, serial, strings.TrimSpace(o["application"]), strings.TrimSpace(o["machine ID"]), opts)
 	}
 	return nil
 }
@@ -553,7 +578,8 @@ func tokKnown(act string) bool {
 	switch act {
 	case tokActSetRealm, tokActDelete, tokActUnassign, tokActDisable, tokActEnable, tokActEnroll,
 		tokActSetDescription, tokActSetValidity, tokActSetCountWindow, tokActSetInfo, tokActIncreaseInfo,
-		tokActDeleteInfo, tokActSetFailCounter, tokActChangeFailCount, tokActSetMaxFail, tokActSetRandomPIN:
+		tokActDeleteInfo, tokActSetFailCounter, tokActChangeFailCount, tokActSetMaxFail, tokActSetRandomPIN,
+		tokActAttachApp:
 		return true
 	}
 	return false

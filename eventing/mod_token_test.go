@@ -476,3 +476,18 @@ func TestTokenModuleThroughRun(t *testing.T) {
 		}
 	}
 }
+
+func TestTokenModuleAttachApplication(t *testing.T) {
+	e := newTokEnv(t)
+	e.hotp(t, "HOTP1", nil)
+	e.mustDo(t, "Token", "attach application", map[string]string{"application": "offline", "count": "10", "machine ID": "",
+		"slot": ""}, tokAdminCall("token_init", "HOTP1"))
+	got := e.host.attached
+	if len(got) != 1 || got[0].serial != "HOTP1" || got[0].application != "offline" || got[0].hostname != "" ||
+		len(got[0].options) != 1 || got[0].options["count"] != "10" {
+		t.Fatalf("attached %+v", got)
+	}
+	if err := e.svc.modules["Token"].Check(t.Context(), Definition{Action: "attach application", Options: map[string]string{}}); err == nil {
+		t.Error("attach application without an application was accepted")
+	}
+}
