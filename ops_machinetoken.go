@@ -31,12 +31,34 @@ func machineTokenInfo(serial, application string) string {
 	return audit.Text("serial: "+serial+", application: "+application, 512)
 }
 
+// machineTokenOp runs a change of the machine tokens of token serial:
+// administrators only, right manage_machine_tokens judged against the
+// token's owner or realms as the token operations judge it (a realm
+// administrator manages the machine tokens of the tokens of the realm),
+// or, when no such token is named, against no target.
+func (o *Ops) machineTokenOp(ctx context.Context, who caller.Caller, event, action, serial string, fn func(ctx context.Context, r *opRun) error) error {
+	check := func(ctx context.Context, r *opRun) error {
+		if !who.IsAdmin() {
+			return errAdminOnly
+		}
+		if serial != "" {
+			if t, err := o.s.tokens.Get(ctx, serial); err == nil {
+				return o.mustAllow(ctx, who, r, rightMachineTokens, t)
+			}
+		}
+		names, err := o.Authorize(ctx, who, adminRight(who, rightMachineTokens), Target{})
+		r.note(names...)
+		return err
+	}
+	return o.run(ctx, who, opSpec{event: event, action: action, check: check}, fn)
+}
+
 // AttachMachineToken attaches a token to a machine, or to no machine (a
 // binding its service_id option selects), for an application (right
 // manage_machine_tokens) and returns the machine token's id.
 func (o *Ops) AttachMachineToken(ctx context.Context, who caller.Caller, req machine.AttachRequest) (int, error) {
 	var id int
-	err := o.adminOnlyOp(ctx, who, eventMachineTokenAttach, "POST /machine/token", rightMachineTokens,
+	err := o.machineTokenOp(ctx, who, eventMachineTokenAttach, "POST /machine/token", req.Serial,
 		func(ctx context.Context, r *opRun) error {
 			r.Entry.Serial, r.Entry.Info = audit.Text(req.Serial, 64), machineTokenInfo(req.Serial, req.Application)
 			var err error
@@ -50,7 +72,7 @@ func (o *Ops) AttachMachineToken(ctx context.Context, who caller.Caller, req mac
 // manage_machine_tokens) and returns how many it removed.
 func (o *Ops) DetachMachineTokens(ctx context.Context, who caller.Caller, req machine.DetachRequest) (int, error) {
 	var n int
-	err := o.adminOnlyOp(ctx, who, eventMachineTokenDetach, "DELETE /machine/token/"+req.Serial, rightMachineTokens,
+	err := o.machineTokenOp(ctx, who, eventMachineTokenDetach, "DELETE /machine/token/"+req.Serial, req.Serial,
 		func(ctx context.Context, r *opRun) error {
 			r.Entry.Serial, r.Entry.Info = audit.Text(req.Serial, 64), machineTokenInfo(req.Serial, req.Application)
 			var err error
@@ -64,7 +86,7 @@ func (o *Ops) DetachMachineTokens(ctx context.Context, who caller.Caller, req ma
 // req selects (right manage_machine_tokens) and returns the numbers of
 // options asked to be set and deleted.
 func (o *Ops) SetMachineTokenOptions(ctx context.Context, who caller.Caller, req machine.OptionRequest) (added, deleted int, err error) {
-	err = o.adminOnlyOp(ctx, who, eventMachineTokenOption, "POST /machine/tokenoption", rightMachineTokens,
+	err = o.machineTokenOp(ctx, who, eventMachineTokenOption, "POST /machine/tokenoption", req.Serial,
 		func(ctx context.Context, r *opRun) error {
 			r.Entry.Serial, r.Entry.Info = audit.Text(req.Serial, 64), machineTokenInfo(req.Serial, req.Application)
 			if req.ID != 0 {

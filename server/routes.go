@@ -163,12 +163,12 @@ func (a *api) routes() {
 	// applications. DELETE /machine/token/{serial}/... carries both
 	// detach forms; /machine/deltoken and /machine/deloption are
 	// privacyideaadm's.
-	a.handleOp(http.MethodPost, "/machine/token", rightMachineTokens, endpoint{access: adminRole, fn: postMachineToken})
+	a.handle(http.MethodPost, "/machine/token", endpoint{access: adminRole, fn: postMachineToken})
 	a.handleOp(http.MethodGet, "/machine/token", rightMachineTokens, endpoint{access: adminRole, fn: getMachineTokens})
-	a.handleOp(http.MethodDelete, "/machine/token/:serial/*rest", rightMachineTokens, endpoint{access: adminRole, fn: deleteMachineToken})
-	a.handleOp(http.MethodPost, "/machine/tokenoption", rightMachineTokens, endpoint{access: adminRole, fn: postMachineTokenOption})
-	a.handleOp(http.MethodPost, "/machine/deltoken", rightMachineTokens, endpoint{access: adminRole, fn: postMachineDelToken})
-	a.handleOp(http.MethodPost, "/machine/deloption", rightMachineTokens, endpoint{access: adminRole, fn: postMachineDelOption})
+	a.handle(http.MethodDelete, "/machine/token/:serial/*rest", endpoint{access: adminRole, fn: deleteMachineToken})
+	a.handle(http.MethodPost, "/machine/tokenoption", endpoint{access: adminRole, fn: postMachineTokenOption})
+	a.handle(http.MethodPost, "/machine/deltoken", endpoint{access: adminRole, fn: postMachineDelToken})
+	a.handle(http.MethodPost, "/machine/deloption", endpoint{access: adminRole, fn: postMachineDelOption})
 	a.handleOp(http.MethodGet, "/machine/authitem", rightAuthItems, endpoint{access: adminRole, fn: getMachineAuthItems})
 	a.handleOp(http.MethodGet, "/machine/authitem/:application", rightAuthItems, endpoint{access: adminRole, fn: getMachineAuthItems})
 	a.handle(http.MethodGet, "/application/", endpoint{access: adminRole, fn: getApplications})
