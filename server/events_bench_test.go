@@ -1,13 +1,10 @@
 package server_test
 
 import (
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,12 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"crypto/rand"
-
 	"github.com/authsrv/authsrv"
 	"github.com/authsrv/authsrv/otp"
-	"github.com/authsrv/authsrv/server"
-	"github.com/authsrv/authsrv/store/bolt"
 )
 
 // BenchmarkValidateCheckEvents is the durable success path of
@@ -74,52 +67,10 @@ func BenchmarkValidateCheckEvents(b *testing.B) {
 	}
 }
 
-// eventBenchEnv is a durable server with users passwd users, one HOTP
-// token each, in realm bench with otppin=none. Each goroutine of
-// RunParallel takes one user (at most users goroutines).
+// eventBenchEnv is hotpBenchEnv in a temporary directory, users ev000...,
+// serials EV0000..., with loopback webhook receivers allowed.
 func eventBenchEnv(b *testing.B, users int) (http.Handler, [][]byte, func(method, path string, v url.Values)) {
-	dir := b.TempDir()
-	db, err := bolt.Open(filepath.Join(dir, "authsrv.db"), bolt.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := authsrv.New(authsrv.WithStore(db), authsrv.WithEncKey(testKey), authsrv.WithJWTKey(testKey),
-		authsrv.WithKDFParams(cheapKDF), authsrv.WithDialPolicy(loopbackDial))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close(); _ = db.Close() })
-	h := server.New(s)
-	tok := benchAdminToken(b, s, h)
-	do := func(method, path string, v url.Values) {
-		req := httptest.NewRequest(method, path, strings.NewReader(v.Encode()))
-		req.Header.Set("Content-Type", formType)
-		req.Header.Set("Authorization", tok)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != 200 {
-			b.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
-		}
-	}
-	var lines strings.Builder
-	for i := range users {
-		fmt.Fprintf(&lines, "ev%03d:x:%d:%d:Bench User:/home/ev%03d:/bin/sh\n", i, 5000+i, 5000+i, i)
-	}
-	path := filepath.Join(dir, "passwd")
-	if err := os.WriteFile(path, []byte(lines.String()), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	do("POST", "/resolver/benchfile", url.Values{"type": {"passwdresolver"}, "fileName": {path}})
-	do("POST", "/realm/bench", url.Values{"resolvers": {"benchfile"}})
-	do("POST", "/policy/benchpin", url.Values{"scope": {"authentication"}, "action": {"otppin=none"}, "realm": {"bench"}})
-	keys := make([][]byte, users)
-	for i := range keys {
-		keys[i] = make([]byte, 20)
-		_, _ = rand.Read(keys[i])
-		do("POST", "/token/init", url.Values{"type": {"hotp"}, "serial": {fmt.Sprintf("EV%04d", i)}, "otpkey": {hex.EncodeToString(keys[i])},
-			"user": {fmt.Sprintf("ev%03d", i)}, "realm": {"bench"}})
-	}
-	return h, keys, do
+	return hotpBenchEnv(b, b.TempDir(), users, "ev", "EV", authsrv.WithDialPolicy(loopbackDial))
 }
 
 // BenchmarkValidateBurst200 is the burst: 200 parallel

@@ -57,11 +57,21 @@ func newValidateBenchEnv(b *testing.B) (http.Handler, [][]byte) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	h, keys, _ := hotpBenchEnv(b, dir, benchUsers, "bench", "BENCH")
+	return h, keys
+}
+
+// hotpBenchEnv is a server on a durable store in dir with users passwd
+// users <login>NNN, one HOTP token <SERIAL>NNNN each (no PIN), in realm
+// "bench" with otppin=none. It returns the handler, the token keys and a
+// function that sends an administrator's request.
+func hotpBenchEnv(b *testing.B, dir string, users int, login, serial string, opts ...authsrv.Option) (http.Handler, [][]byte, func(method, path string, v url.Values)) {
 	db, err := bolt.Open(filepath.Join(dir, "authsrv.db"), bolt.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := authsrv.New(authsrv.WithStore(db), authsrv.WithEncKey(testKey), authsrv.WithJWTKey(testKey), authsrv.WithKDFParams(cheapKDF))
+	s, err := authsrv.New(append([]authsrv.Option{authsrv.WithStore(db), authsrv.WithEncKey(testKey), authsrv.WithJWTKey(testKey),
+		authsrv.WithKDFParams(cheapKDF)}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -78,8 +88,8 @@ func newValidateBenchEnv(b *testing.B) (http.Handler, [][]byte) {
 		}
 	}
 	var lines strings.Builder
-	for i := range benchUsers {
-		fmt.Fprintf(&lines, "bench%03d:x:%d:%d:Bench User:/home/bench%03d:/bin/sh\n", i, 5000+i, 5000+i, i)
+	for i := range users {
+		fmt.Fprintf(&lines, "%s%03d:x:%d:%d:Bench User:/home/%s%03d:/bin/sh\n", login, i, 5000+i, 5000+i, login, i)
 	}
 	path := filepath.Join(dir, "passwd")
 	if err := os.WriteFile(path, []byte(lines.String()), 0o600); err != nil {
@@ -88,14 +98,14 @@ func newValidateBenchEnv(b *testing.B) (http.Handler, [][]byte) {
 	do("POST", "/resolver/benchfile", url.Values{"type": {"passwdresolver"}, "fileName": {path}})
 	do("POST", "/realm/bench", url.Values{"resolvers": {"benchfile"}})
 	do("POST", "/policy/benchpin", url.Values{"scope": {"authentication"}, "action": {"otppin=none"}, "realm": {"bench"}})
-	keys := make([][]byte, benchUsers)
+	keys := make([][]byte, users)
 	for i := range keys {
 		keys[i] = make([]byte, 20)
 		_, _ = rand.Read(keys[i])
-		do("POST", "/token/init", url.Values{"type": {"hotp"}, "serial": {fmt.Sprintf("BENCH%04d", i)}, "otpkey": {hex.EncodeToString(keys[i])},
-			"user": {fmt.Sprintf("bench%03d", i)}, "realm": {"bench"}})
+		do("POST", "/token/init", url.Values{"type": {"hotp"}, "serial": {fmt.Sprintf("%s%04d", serial, i)}, "otpkey": {hex.EncodeToString(keys[i])},
+			"user": {fmt.Sprintf("%s%03d", login, i)}, "realm": {"bench"}})
 	}
-	return h, keys
+	return h, keys, do
 }
 
 // BenchmarkValidateCheckHOTP is the durable success path of
