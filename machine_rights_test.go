@@ -45,3 +45,4 @@ func TestMachineTokenRightsByRealm(t *testing.T) {
 		t.Fatalf("H2 machine tokens %v %v", ms, err)
 	}
 }
+

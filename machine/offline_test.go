@@ -13,6 +13,7 @@ import (
 	"github.com/authsrv/authsrv/internal/secret"
 	"github.com/authsrv/authsrv/machine"
 	"github.com/authsrv/authsrv/otp"
+	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/store/storetest"
 	"github.com/authsrv/authsrv/token"
 	"github.com/authsrv/authsrv/user"
@@ -25,6 +26,7 @@ const rfcKey = "3132333435363738393031323334353637383930"
 var hex80 = regexp.MustCompile(`^[0-9a-f]{80}$`)
 
 type offlineEnv struct {
+	st     store.Store
 	tokens *token.Service
 	off    *machine.Offline
 }
@@ -54,7 +56,7 @@ func newOfflineEnv(t *testing.T, pinAfterOTP bool) *offlineEnv {
 		t.Fatal(err)
 	}
 	off := machine.NewOffline(machine.OfflineConfig{Tokens: tokens, Rand: rand.Reader, Now: now, PINAfterOTP: pinAfterOTP})
-	return &offlineEnv{tokens: tokens, off: off}
+	return &offlineEnv{st: st, tokens: tokens, off: off}
 }
 
 func (e *offlineEnv) token(t *testing.T) *token.Token {

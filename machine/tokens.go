@@ -109,6 +109,14 @@ type TokenSource interface {
 
 var _ TokenSource = (*token.Service)(nil)
 
+// txExister is implemented by token sources that can tell, inside a
+// store transaction, whether a token exists (*token.Service does).
+type txExister interface {
+	ExistsTx(tx store.Tx, serial string) bool
+}
+
+var _ txExister = (*token.Service)(nil)
+
 // TokensConfig holds the dependencies of Tokens.
 type TokensConfig struct {
 	Store store.Store
@@ -237,6 +245,12 @@ func (s *Tokens) Attach(ctx context.Context, req AttachRequest, also ...func(sto
 	}
 	var out int
 	err = s.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		// Checked again in this transaction: a token deleted since the
+		// check above takes its bindings with it (token.Service.OnRemove),
+		// and none may be written after that.
+		if ex, ok := s.cfg.Tokens.(txExister); ok && !ex.ExistsTx(tx, req.Serial) {
+			return errNoToken(req.Serial)
+		}
 		b := tx.Bucket(bindingBucket)
 		n, err := b.NextSequence()
 		if err != nil {

@@ -281,6 +281,14 @@ func (s *Service) DummyPIN(ctx context.Context, pin string) {
 	}
 }
 
+// ExistsTx reports whether token serial exists as tx sees it: another
+// subsystem's write that must not outlive the token (a machine binding)
+// checks it in its own transaction, where a deletion cannot slip in
+// between.
+func (s *Service) ExistsTx(tx store.Tx, serial string) bool {
+	return tx.Bucket(bucketTokens).Get([]byte(serial)) != nil
+}
+
 // ---- store helpers ----
 
 func (s *Service) load(tx store.Tx, serial string) (*Token, error) {
