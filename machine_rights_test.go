@@ -45,4 +45,3 @@ func TestMachineTokenRightsByRealm(t *testing.T) {
 		t.Fatalf("H2 machine tokens %v %v", ms, err)
 	}
 }
-

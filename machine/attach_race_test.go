@@ -25,7 +25,9 @@ func (d deletingSource) Get(ctx context.Context, serial string) (*token.Token, e
 	return t, err
 }
 
-func (d deletingSource) ExistsTx(tx store.Tx, serial string) bool { return d.Service.ExistsTx(tx, serial) }
+func (d deletingSource) ExistsTx(tx store.Tx, serial string) bool {
+	return d.Service.ExistsTx(tx, serial)
+}
 
 // TestAttachTokenDeletedMeanwhile: a token deleted after Attach checked it
 // gets no binding.
