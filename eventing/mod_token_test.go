@@ -28,7 +28,7 @@ func TestTokenModuleDescription(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"change failcounter", "delete", "delete tokeninfo", "disable", "enable", "enroll",
+	want := []string{"attach application", "change failcounter", "delete", "delete tokeninfo", "disable", "enable", "enroll",
 		"increase tokeninfo", "set countwindow", "set description", "set failcounter", "set max failcount",
 		"set random pin", "set tokeninfo", "set tokenrealm", "set validity", "unassign"}
 	var got []string
@@ -99,7 +99,7 @@ func TestTokenModuleCheck(t *testing.T) {
 		{"pin length 32", "set random pin", map[string]string{"length": "32"}, "length"},
 		{"pin length 31", "set random pin", map[string]string{"length": "31"}, ""},
 		// privacyIDEA stores any action name (section 7.3).
-		{"unknown action", "attach application", nil, ""},
+		{"unknown action", "add tokengroup", nil, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -418,7 +418,7 @@ func TestTokenModuleLockedToken(t *testing.T) {
 func TestTokenModuleUnknownAction(t *testing.T) {
 	e := newTokEnv(t)
 	e.hotp(t, "HOTP1", nil)
-	err := e.do(t, "Token", "attach application", nil, tokAdminCall("token_init", "HOTP1"))
+	err := e.do(t, "Token", "add tokengroup", nil, tokAdminCall("token_init", "HOTP1"))
 	if err == nil || !apierr.Is(err, apierr.Parameter) {
 		t.Fatalf("unknown action: %v", err)
 	}
