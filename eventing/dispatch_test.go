@@ -1,7 +1,6 @@
 package eventing
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -60,7 +59,7 @@ type dispatchEnv struct {
 	st  store.Store
 	log *audit.Log
 	mod *stepModule
-	buf *bytes.Buffer
+	buf *syncLog
 }
 
 func newDispatchEnv(t *testing.T) *dispatchEnv {
@@ -74,7 +73,7 @@ func newDispatchEnv(t *testing.T) *dispatchEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf := &bytes.Buffer{}
+	buf := &syncLog{}
 	s := New(Config{Store: st, Audit: lg, Log: zerolog.New(buf)})
 	t.Cleanup(s.Close)
 	m := &stepModule{}

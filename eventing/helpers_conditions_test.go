@@ -43,24 +43,6 @@ func (c *condClock) Add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// condLog captures the log.
-type condLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *condLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *condLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // condEnv is an eventing service on a real store with a token service,
 // realm "realmc" (user store "condres": alice, bob, carol) and realm
 // "other" (user store "condres2": dave), custom user attributes, the log
@@ -72,7 +54,7 @@ type condEnv struct {
 	realms *realm.Service
 	attrs  *user.Attributes
 	clock  *condClock
-	log    *condLog
+	log    *syncLog
 }
 
 const (
@@ -111,7 +93,7 @@ func newCondEnv(t *testing.T) *condEnv {
 			t.Fatal(err)
 		}
 	}
-	log := &condLog{}
+	log := &syncLog{}
 	s := New(Config{Store: st, Tokens: tokens, Realms: realms, Attrs: attrs,
 		Log: zerolog.New(log).Level(zerolog.DebugLevel), Now: clock.Now})
 	t.Cleanup(s.Close)

@@ -28,24 +28,7 @@ type fedEnv struct {
 	svc    *Service
 	notify *notify.Service
 	audit  *audit.Log
-	log    *fedLogBuffer
-}
-
-type fedLogBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *fedLogBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *fedLogBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	log    *syncLog
 }
 
 func newFedEnv(t *testing.T) *fedEnv {
@@ -63,7 +46,7 @@ func newFedEnv(t *testing.T) *fedEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf := &fedLogBuffer{}
+	buf := &syncLog{}
 	lg := zerolog.New(buf).Level(zerolog.DebugLevel)
 	n := notify.New(notify.Config{Store: st, Sealer: sealer, Log: lg, Dial: netguard.MustParse("127.0.0.0/8", "::1/128")})
 	s := New(Config{Store: st, Audit: al, Notify: n, Log: lg})

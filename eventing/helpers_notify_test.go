@@ -10,7 +10,6 @@ import (
 	"net/mail"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,29 +40,12 @@ type ntEnv struct {
 	notify *notify.Service
 	tokens *token.Service
 	realms *realm.Service
-	log    *ntLogBuffer
+	log    *syncLog
 	spool  string
 }
 
 // ntNow is the test clock's time.
 var ntNow = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-
-type ntLogBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *ntLogBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *ntLogBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 const (
 	ntRealm1Users = `[
@@ -106,7 +88,7 @@ func newNtEnv(t *testing.T, edit ...func(*Config)) *ntEnv {
 	if _, _, err := realms.Set(ctx, "admins", []realm.Entry{{Name: "memadm"}}); err != nil {
 		t.Fatal(err)
 	}
-	buf := &ntLogBuffer{}
+	buf := &syncLog{}
 	cfg := Config{
 		Store: st, Tokens: tokens, Realms: realms, Attrs: attrs, Notify: n,
 		Log: zerolog.New(buf).Level(zerolog.DebugLevel), Now: now,

@@ -49,7 +49,7 @@ func TestLogging(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var buf ntLogBuffer
+			var buf syncLog
 			e := newNtEnv(t, func(c *Config) { c.Log = zerolog.New(&buf).Level(tt.level) })
 			e.token(t, "HOTP0001", "")
 			if err := e.check(t, "Logging", "logging", tt.opts); err != nil {
