@@ -45,3 +45,31 @@ func TestMachineTokenRightsByRealm(t *testing.T) {
 		t.Fatalf("H2 machine tokens %v %v", ms, err)
 	}
 }
+
+// TestAuthItemsOfflineAudited: fetching offline values moves the token's
+// counter, and the request's audit entry commits with that change.
+func TestAuthItemsOfflineAudited(t *testing.T) {
+	ctx := t.Context()
+	s := hotpServer(t)
+	if _, err := s.Ops().SetServiceID(ctx, local, "web", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ops().AttachMachineToken(ctx, local, machine.AttachRequest{Serial: "H1", Application: "offline",
+		Options: map[string]string{"service_id": "web", "count": "5", "rounds": "10"}}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(auditRows(t, s))
+	items, err := s.Ops().MachineAuthItems(ctx, local, machine.AuthItemRequest{Hostname: "h", Application: "offline",
+		Filter: map[string]string{"service_id": "web"}})
+	if err != nil || len(items["offline"]) != 1 {
+		t.Fatalf("items %v %v", items, err)
+	}
+	tk, err := s.Tokens().Get(ctx, "H1")
+	if err != nil || tk.Count != 5 {
+		t.Fatalf("counter %d %v", tk.Count, err)
+	}
+	rows := auditRows(t, s)[before:]
+	if len(rows) != 1 || fmt.Sprint(rows[0]["action"]) != "GET /machine/authitem/offline" {
+		t.Fatalf("entries %v", rows)
+	}
+}

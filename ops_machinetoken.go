@@ -151,6 +151,10 @@ func (o *Ops) MachineAuthItems(ctx context.Context, who caller.Caller, req machi
 			if req.UserAgent == "" {
 				req.UserAgent = who.UserAgent
 			}
+			// Handing out offline values moves the token's counter: the
+			// request's entry commits with each such change (a request
+			// that hands out the values of two tokens has two entries).
+			req.Also = append(req.Also, r.Audit)
 			var err error
 			out, err = o.s.machineTokens.AuthItems(ctx, req)
 			return err

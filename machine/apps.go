@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/authsrv/authsrv/apierr"
+	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/token"
 )
 
@@ -50,6 +51,10 @@ type AuthItemRequest struct {
 	Filter map[string]string
 	// UserAgent is the client's User-Agent header.
 	UserAgent string
+	// Also run in the transaction of a change an application makes to
+	// hand out its item (the offline application moves the token's
+	// counter): the caller's audit entry commits with that change.
+	Also []func(store.Tx) error
 }
 
 // App is a machine application: what a token attached to a machine or a

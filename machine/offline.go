@@ -191,7 +191,7 @@ func (o *Offline) AuthItem(ctx context.Context, b Binding, t *token.Token, req A
 	if req.Challenge != "" {
 		pin, _, _ = o.split(t, req.Challenge)
 	}
-	it, err := o.Issue(ctx, t.Serial, pin, opts)
+	it, err := o.Issue(ctx, t.Serial, pin, opts, req.Also...)
 	if err != nil {
 		return nil, false, err
 	}
