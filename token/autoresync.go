@@ -43,7 +43,7 @@ func (s *Service) syncWindow(t *Token) int {
 	if t.SyncWindow > 0 {
 		return t.SyncWindow
 	}
-	return s.set.DefaultSyncWindow
+	return s.settings().DefaultSyncWindow
 }
 
 // autoResync turns a value found at counter n of the sync window into a
@@ -66,7 +66,7 @@ func (s *Service) autoResync(c *Check, n uint64, unused func(t *Token, c uint64)
 			return advance(t)
 		}}
 	}
-	due := strconv.FormatInt(now.Add(s.set.AutoResyncTimeout).Unix(), 10)
+	due := strconv.FormatInt(now.Add(s.settings().AutoResyncTimeout).Unix(), 10)
 	return Match{Counter: -1, Remember: func(t *Token) {
 		if unused(t, n) {
 			t.SetInfo(InfoOTP1C, strconv.FormatUint(n, 10))

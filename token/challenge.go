@@ -87,7 +87,7 @@ func (s *Service) createChallenge(ctx context.Context, t *Token, txid, state, se
 		res = &ChallengeResult{Message: "please enter otp: ", ClientMode: "interactive"}
 	}
 	if res.Validity <= 0 {
-		res.Validity = s.set.ChallengeValidity
+		res.Validity = s.settings().ChallengeValidity
 	}
 	if res.ClientMode == "" {
 		res.ClientMode = "interactive"

@@ -32,11 +32,11 @@ func (e *UnusableError) Error() string { return e.Reason }
 // maxfail whose failcounter_exceeded is older than the timeout starts
 // again at 0. It reports whether t changed.
 func (s *Service) clearFailcounter(t *Token, now time.Time) bool {
-	if s.set.FailcounterClearTime <= 0 || t.MaxFail <= 0 || t.FailCount < t.MaxFail {
+	if s.settings().FailcounterClearTime <= 0 || t.MaxFail <= 0 || t.FailCount < t.MaxFail {
 		return false
 	}
 	at, err := ParseValidity(t.Info[InfoFailcounterExceed])
-	if err != nil || now.Sub(at) < s.set.FailcounterClearTime {
+	if err != nil || now.Sub(at) < s.settings().FailcounterClearTime {
 		return false
 	}
 	t.FailCount = 0

@@ -20,7 +20,7 @@ const (
 // CreateGenericChallenge stores a challenge of kind for t under txid,
 // valid for the default challenge validity, with data sealed to it.
 func (s *Service) CreateGenericChallenge(ctx context.Context, t *Token, txid, kind string, data []byte) (*Challenge, error) {
-	c, err := s.newChallenge(txid, t.Serial, kind, "", s.set.ChallengeValidity, data)
+	c, err := s.newChallenge(txid, t.Serial, kind, "", s.settings().ChallengeValidity, data)
 	if err != nil {
 		return nil, err
 	}

@@ -301,7 +301,7 @@ func checkHOTP(c *Check, resync bool) (Match, error) {
 				m.Message = MsgReplayed
 			}
 		}
-		if resync && m.Message == "" && c.Service.set.AutoResync {
+		if resync && m.Message == "" && c.Service.settings().AutoResync {
 			if rm, found := c.Service.hotpAutoResync(c, key); found {
 				return rm, nil
 			}

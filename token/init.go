@@ -167,9 +167,9 @@ func (s *Service) prepare(ctx context.Context, req InitRequest, also []func(stor
 	if existing != nil {
 		t = existing.Clone()
 	} else {
-		t = &Token{Serial: serial, Type: typName, Active: true, OTPLen: s.set.DefaultOtpLen,
-			CountWindow: s.set.DefaultCountWindow, SyncWindow: s.set.DefaultSyncWindow,
-			MaxFail: s.set.DefaultMaxFailCount, Info: map[string]string{}, Realms: []string{}}
+		t = &Token{Serial: serial, Type: typName, Active: true, OTPLen: s.settings().DefaultOtpLen,
+			CountWindow: s.settings().DefaultCountWindow, SyncWindow: s.settings().DefaultSyncWindow,
+			MaxFail: s.settings().DefaultMaxFailCount, Info: map[string]string{}, Realms: []string{}}
 		t.Info[InfoCreationDate] = now.UTC().Format(creationLayout)
 		kind := KindSoftware
 		if req.Kind != "" {

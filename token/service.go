@@ -82,7 +82,30 @@ type Settings struct {
 	// default off).
 	AutoResync        bool
 	AutoResyncTimeout time.Duration // 300 s
+	// HOTPHashlib and TOTPHashlib are the hash algorithms of new HOTP
+	// and TOTP tokens enrolled without "hashlib" (hotp.hashlib,
+	// totp.hashlib; "" is sha1).
+	HOTPHashlib string
+	TOTPHashlib string
+	// AppendPIN puts the OTP value before the PIN in the password
+	// (privacyIDEA's PrependPin set to false; default: PIN first).
+	AppendPIN bool
+	// NoSplitAtSign keeps "login@realm" whole (splitAtSign false).
+	NoSplitAtSign bool
+	// NoIncFailCountOnFalsePin leaves the fail counters alone when no
+	// PIN matched (IncFailCountOnFalsePin false).
+	NoIncFailCountOnFalsePin bool
+	// NoAuthCounter leaves count_auth and count_auth_success alone
+	// (no_auth_counter).
+	NoAuthCounter bool
+	// Values are the effective system settings by their privacyIDEA
+	// key ("email.identifier", "email.validtime", "sms.identifier", ...)
+	// for the token types that read one. Read-only: it is shared.
+	Values map[string]string
 }
+
+// Value returns the system setting key ("" when unset).
+func (s *Settings) Value(key string) string { return s.Values[key] }
 
 func (s Settings) withDefaults() Settings {
 	def := func(v *int, d int) {
@@ -139,8 +162,14 @@ type Config struct {
 	// Types is the type registry; nil means DefaultRegistry().
 	Types    *Registry
 	Settings Settings
-	Now      func() time.Time
-	Rand     io.Reader
+	// Source, when set, gives the effective settings at each use (the
+	// system configuration, shared by the nodes and changed at run
+	// time); it returns settings with their defaults applied
+	// (WithDefaults) and must be cheap. Settings is used when it returns
+	// nil.
+	Source func() *Settings
+	Now    func() time.Time
+	Rand   io.Reader
 	// DecodeCacheBytes bounds the memory of the cache of decoded token
 	// records that authentications read (0: DefaultDecodeCacheBytes, 16 MiB; negative: no cache).
 	DecodeCacheBytes int64
@@ -200,7 +229,22 @@ func New(cfg Config) *Service {
 func (s *Service) Types() *Registry { return s.cfg.Types }
 
 // Settings returns the effective settings.
-func (s *Service) Settings() Settings { return s.set }
+func (s *Service) Settings() Settings { return *s.settings() }
+
+// settings returns the effective settings: Config.Source's when it is set
+// (the system configuration, which may change at any time), else the
+// fixed ones. Read it once per decision.
+func (s *Service) settings() *Settings {
+	if s.cfg.Source != nil {
+		if set := s.cfg.Source(); set != nil {
+			return set
+		}
+	}
+	return &s.set
+}
+
+// WithDefaults returns set with every unset number given its default.
+func (set Settings) WithDefaults() Settings { return set.withDefaults() }
 
 // Notify returns the notification service (may be nil).
 func (s *Service) Notify() *notify.Service { return s.cfg.Notify }
@@ -556,7 +600,7 @@ func (s *Service) newSerial(ctx context.Context, typ Type) (string, error) {
 			if n, err = countType(tx, strings.ToLower(typ.Name())); err != nil {
 				return err
 			}
-			if s.set.SerialRandom {
+			if s.settings().SerialRandom {
 				serial, err = randomSerial(typ.Prefix(), s.cfg.Rand)
 			} else {
 				serial, err = otpSerial(typ.Prefix(), n, s.cfg.Rand)

@@ -21,7 +21,7 @@ func (TOTP) Prefix() string { return "TOTP" }
 // timeShift.
 func (TOTP) Enroll(ctx context.Context, e *Enroll) error {
 	t, p := e.Token, e.Params
-	step := e.Service.set.TOTPTimeStep
+	step := e.Service.settings().TOTPTimeStep
 	if v := p.Str("timeStep"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || (n != 30 && n != 60) {
@@ -29,7 +29,7 @@ func (TOTP) Enroll(ctx context.Context, e *Enroll) error {
 		}
 		step = n
 	} else if e.New || t.Info[InfoTimeStep] == "" {
-		step = e.Service.set.TOTPTimeStep
+		step = e.Service.settings().TOTPTimeStep
 	} else {
 		step = t.InfoInt(InfoTimeStep, step)
 	}
@@ -41,7 +41,7 @@ func (TOTP) Enroll(ctx context.Context, e *Enroll) error {
 		}
 		t.SetInfo(InfoTimeWindow, strconv.Itoa(n))
 	} else if t.Info[InfoTimeWindow] == "" {
-		t.SetInfo(InfoTimeWindow, strconv.Itoa(e.Service.set.TOTPTimeWindow))
+		t.SetInfo(InfoTimeWindow, strconv.Itoa(e.Service.settings().TOTPTimeWindow))
 	}
 	if v := p.Str("timeShift"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
@@ -56,11 +56,11 @@ func (TOTP) Enroll(ctx context.Context, e *Enroll) error {
 }
 
 func (s *Service) totpParams(t *Token) (step, window, shift int) {
-	step = t.InfoInt(InfoTimeStep, s.set.TOTPTimeStep)
+	step = t.InfoInt(InfoTimeStep, s.settings().TOTPTimeStep)
 	if step <= 0 {
-		step = s.set.TOTPTimeStep
+		step = s.settings().TOTPTimeStep
 	}
-	window = t.InfoInt(InfoTimeWindow, s.set.TOTPTimeWindow)
+	window = t.InfoInt(InfoTimeWindow, s.settings().TOTPTimeWindow)
 	shift = t.InfoInt(InfoTimeShift, 0)
 	return step, window, shift
 }
@@ -78,7 +78,7 @@ func (TOTP) Check(ctx context.Context, c *Check) (Match, error) {
 	step, window, shift := c.Service.totpParams(t)
 	n, drift, ok := otp.FindTOTP(key, c.OTP, c.Now, step, window, shift, t.OTPLen, t.Hash())
 	if !ok {
-		if c.Service.set.AutoResync {
+		if c.Service.settings().AutoResync {
 			if rm, found := c.Service.totpAutoResync(c, key, step); found {
 				return rm, nil
 			}
@@ -112,7 +112,7 @@ func (TOTP) Resync(ctx context.Context, s *Service, t *Token, otp1, otp2 string,
 	step, _, _ := s.totpParams(t)
 	sync := t.SyncWindow
 	if sync <= 0 {
-		sync = s.set.DefaultSyncWindow
+		sync = s.settings().DefaultSyncWindow
 	}
 	center := otp.TOTPCounter(now, step, 0)
 	from := center - min(center, uint64(sync))
