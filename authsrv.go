@@ -27,6 +27,7 @@ import (
 
 	"github.com/authsrv/authsrv/admin"
 	"github.com/authsrv/authsrv/audit"
+	"github.com/authsrv/authsrv/caconnector"
 	"github.com/authsrv/authsrv/eventing"
 	"github.com/authsrv/authsrv/internal/secret"
 	"github.com/authsrv/authsrv/machine"
@@ -36,6 +37,7 @@ import (
 	"github.com/authsrv/authsrv/resolver"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/store/bolt"
+	"github.com/authsrv/authsrv/sysconfig"
 	"github.com/authsrv/authsrv/token"
 	"github.com/authsrv/authsrv/user"
 	"github.com/authsrv/authsrv/validate"
@@ -87,10 +89,15 @@ type Server struct {
 	validator *validate.Validator
 	events    *eventing.Service
 	ops       *Ops
+	clients   *clientRecorder // client applications (clientapps.go)
 
 	// The machine tokens, their applications and the service IDs.
 	serviceIDs    *machine.ServiceIDs
 	machineTokens *machine.Tokens
+	// sysconf is the system configuration (sysconfig.go).
+	sysconf *sysconfig.Service
+	// caconnectors are the CA connectors (caconnector.go).
+	caconnectors *caconnector.Service
 
 	started   atomic.Bool
 	settled   atomic.Bool // the start-up work is done (startUp)
@@ -166,7 +173,8 @@ func (s *Server) open() error {
 			c.auditKey = key
 		}
 		if c.st == nil {
-			db, err := bolt.Open(dbPath, bolt.Options{Timeout: c.openTimeout, ResidentLimit: c.residentLimit})
+			db, err := bolt.Open(dbPath, bolt.Options{Timeout: c.openTimeout, ResidentLimit: c.residentLimit,
+				OnCommit: c.onCommit()})
 			if err != nil {
 				return err
 			}
@@ -186,6 +194,7 @@ func (s *Server) open() error {
 	}
 	hasher, err := secret.NewHasher(secret.HasherConfig{
 		Params: secret.Params(c.kdf), BudgetBytes: c.kdfBudget, MaxWait: c.kdfMaxWait, Rand: c.rand,
+		OnWait: c.onKDFWait(),
 	})
 	if err != nil {
 		return fmt.Errorf("kdf: %w", err)
@@ -205,6 +214,7 @@ func (s *Server) open() error {
 		return err
 	}
 	s.audit = lg
+	s.clients = s.newClientApps()
 	s.notify = notify.New(notify.Config{Store: s.st, Sealer: sealer, Log: c.log.With().Str("component", "notify").Logger(),
 		Now: c.now, AllowScripts: c.smsScriptDir, Dial: c.dial, Files: c.files()})
 	s.nodeID = NodeID(c.nodeName)
@@ -245,11 +255,15 @@ func (s *Server) open() error {
 		UserResolvers: s.userResolvers,
 	})
 	reg := token.DefaultRegistry()
+	s.initCAConnectors(c, reg)
 	for _, t := range c.tokenTypes {
 		reg.Register(t)
 	}
+	if err := s.openSysConfig(reg); err != nil {
+		return err
+	}
 	s.tokens = token.New(token.Config{Store: s.st, Sealer: sealer, Hasher: hasher, Notify: s.notify,
-		Types: reg, Settings: c.tokenSettings, Now: c.now, Rand: c.rand, DecodeCacheBytes: c.tokenCache})
+		Types: reg, Settings: c.tokenSettings, Source: s.tokenSettings, Now: c.now, Rand: c.rand, DecodeCacheBytes: c.tokenCache})
 	// A data file of an older release gets the token list indexes once.
 	tlog, logged := c.log.With().Str("component", "token").Logger(), -1
 	if err := s.tokens.BuildIndexes(context.Background(), func(n int) {
@@ -269,7 +283,7 @@ func (s *Server) open() error {
 	s.machineTokens.Apps().Register(s.newOffline())
 	s.validator = validate.New(validate.Config{Tokens: s.tokens, Realms: s.realms, Policies: s.policies, Resolvers: s.resolvers, Now: c.now,
 		Store: s.st, CacheKey: hkdfSeed(c.encKey, "authsrv auth cache key"), Audit: s.audit, NodeName: c.nodeName,
-		Events: &validateHook{s: s, legacy: c.eventHandlers}, Attrs: s.attrs,
+		Events: c.meterValidate(&validateHook{s: s, legacy: c.eventHandlers}), Attrs: s.attrs,
 		AuthItems: s.offlineAuthItems})
 	s.events = eventing.New(eventing.Config{Store: s.st, Audit: s.audit, Tokens: s.tokens, Realms: s.realms, Attrs: s.attrs,
 		Notify: s.notify, Host: eventHost{s: s}, Log: c.log.With().Str("component", "eventing").Logger(), Now: c.now,
@@ -362,8 +376,14 @@ func checkCanary(ctx context.Context, st store.Store, sealer *secret.Sealer) err
 
 // Run does the server's background work until ctx ends or Close is
 // called: audit retention, and dropping the JWT keys whose last token
-// expired, every RetentionInterval. It returns nil then.
+// expired, every RetentionInterval; and the hourly subscription check,
+// which logs a warning for an expired or exceeded subscription. It
+// returns nil then.
 func (s *Server) Run(ctx context.Context) error {
+	go s.runSubscriptionCheck(ctx)
+	go s.runClientApps(ctx)
+	go s.runCRLs(ctx)
+	go s.runStats(ctx)
 	tick := time.NewTicker(s.cfg.retentionEvery)
 	defer tick.Stop()
 	for {
@@ -417,6 +437,9 @@ func (s *Server) Close() error {
 		}
 		if s.events != nil {
 			s.events.Close()
+		}
+		if s.clients != nil {
+			s.flushClientApps(context.Background())
 		}
 		if s.ownsStore {
 			s.closeErr = s.st.Close()

@@ -65,6 +65,7 @@ var firedEvents = []string{
 	"set_custom_user_attribute", "get_user_attribute", "get_editable_attributes", "delete_custom_user_attribute",
 	eventOfflineRefill,
 	"serviceid_add", "serviceid_list", "serviceid_delete",
+	"subscription_get", "subscription_status", "subscription_save", "subscription_delete",
 }
 
 // newCall is the eventing view of one operation.
@@ -166,6 +167,11 @@ func (h *validateHook) Pre(ctx context.Context, name string, r *validate.Request
 }
 
 func (h *validateHook) Post(ctx context.Context, name string, r validate.Request, e audit.Entry, res validate.Response, err error) error {
+	if name == validate.EventCheck {
+		// The client application record comes last, after the post
+		// event handlers.
+		defer h.s.recordClient(r.Caller)
+	}
 	for _, l := range h.legacy {
 		l.Post(ctx, Event{Name: name, Caller: r.Caller, Entry: e, Err: err})
 	}

@@ -84,7 +84,7 @@ func (o *Ops) Login(ctx context.Context, who caller.Caller, req LoginRequest) (L
 func (o *Ops) realmUserLogin(ctx context.Context, req LoginRequest) (user.User, bool, error) {
 	login, realmName := req.Username, req.Realm
 	if realmName == "" {
-		login, realmName = user.Split(req.Username, func(s string) bool { return o.s.realms.Exists(ctx, s) }, true)
+		login, realmName = o.splitUser(ctx, req.Username)
 	}
 	u, in, err := o.s.realms.Resolve(ctx, login, realmName)
 	if err != nil {
@@ -102,4 +102,12 @@ func (o *Ops) realmUserLogin(ctx context.Context, req LoginRequest) (user.User, 
 		return u, false, err
 	}
 	return u, ok, nil
+}
+
+// splitUser separates a realm from a user name as privacyIDEA's
+// split_user does: "login@realm" at the last "@" unless the system
+// setting splitAtSign is off, "realm\login" otherwise, each only when the
+// realm exists.
+func (o *Ops) splitUser(ctx context.Context, s string) (login, realmName string) {
+	return user.Split(s, func(r string) bool { return o.s.realms.Exists(ctx, r) }, !o.s.tokens.Settings().NoSplitAtSign)
 }

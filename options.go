@@ -1,6 +1,7 @@
 package authsrv
 
 import (
+	"crypto"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/authsrv/authsrv/eventing"
 	"github.com/authsrv/authsrv/fileroot"
 	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/metrics"
 	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/resolver"
@@ -67,6 +69,10 @@ type config struct {
 	spoolDir        string
 	publicURL       string
 	dial            *netguard.Policy
+	clientApps      clientAppsConfig // WithClientAppLimit, WithClientAppRetention (clientapps.go)
+	metrics         metrics.Sink
+	subscriptionKey crypto.PublicKey // WithSubscriptionKey (subscriptions.go)
+	stats           statsConfig      // WithStatsInterval, WithStatsRetention, WithLocation (stats.go)
 }
 
 func defaults() config {
@@ -85,6 +91,7 @@ func defaults() config {
 		residentLimit:  DefaultStoreResidentLimit,
 		jwtLifetime:    DefaultJWTLifetime,
 		retentionEvery: time.Hour,
+		stats:          defaultStatsConfig(),
 	}
 }
 

@@ -46,7 +46,7 @@ func (o *Ops) Query(ctx context.Context, who caller.Caller, action string, t Tar
 	if t.User != "" {
 		login := t.User
 		if q.Realm == nil {
-			if l, r := user.Split(login, func(s string) bool { return o.s.realms.Exists(ctx, s) }, true); r != "" {
+			if l, r := o.splitUser(ctx, login); r != "" {
 				login, q.Realm = l, policy.Str(r)
 			}
 		}
@@ -124,7 +124,7 @@ func (o *Ops) ResolveTarget(ctx context.Context, who caller.Caller, t Target) (u
 	if who.Role == caller.User {
 		login, realmName, resolverName = who.Name, who.Realm, ""
 	} else if realmName == "" {
-		login, realmName = user.Split(login, func(s string) bool { return o.s.realms.Exists(ctx, s) }, true)
+		login, realmName = o.splitUser(ctx, login)
 	}
 	if resolverName != "" {
 		if realmName == "" {

@@ -131,7 +131,8 @@ type OfflineConfig struct {
 	Now func() time.Time
 	// PINAfterOTP hashes OTP+PIN instead of PIN+OTP (privacyIDEA's
 	// PrependPin set to false); the password of a refill is split the
-	// same way.
+	// same way. The token settings' AppendPIN (the system setting, read
+	// at each use) does the same.
 	PINAfterOTP bool
 	// CheckPIN checks the PIN part of a refill's password; nil: the
 	// token's own PIN (Tokens.CheckPIN).
@@ -207,7 +208,7 @@ func (o *Offline) split(t *token.Token, pass string) (pin, otpValue string, ok b
 	if n <= 0 || len(r) < n {
 		return "", "", false
 	}
-	if o.cfg.PINAfterOTP {
+	if o.pinAfterOTP() {
 		return string(r[n:]), string(r[:n]), true
 	}
 	return string(r[:len(r)-n]), string(r[len(r)-n:]), true
@@ -367,6 +368,12 @@ func (o *Offline) advance(ctx context.Context, t *token.Token, pin string, n uin
 	return it, nil
 }
 
+// pinAfterOTP reports whether passwords are OTP+PIN: PINAfterOTP, or
+// the token settings' AppendPIN.
+func (o *Offline) pinAfterOTP() bool {
+	return o.cfg.PINAfterOTP || o.cfg.Tokens.Settings().AppendPIN
+}
+
 // random reads n bytes of the configured source.
 func (o *Offline) random(n int) ([]byte, error) {
 	b := make([]byte, n)
@@ -386,6 +393,7 @@ func (o *Offline) hashes(ctx context.Context, key []byte, t *token.Token, start,
 		return nil, err
 	}
 	out := make([]string, n)
+	after := o.pinAfterOTP()
 	workers := min(runtime.GOMAXPROCS(0), int(n))
 	var next sync.Mutex
 	i := uint64(0)
@@ -402,7 +410,7 @@ func (o *Offline) hashes(ctx context.Context, key []byte, t *token.Token, start,
 				}
 				v := otp.HOTP(key, start+j, t.OTPLen, t.Hash())
 				pw := pin + v
-				if o.cfg.PINAfterOTP {
+				if after {
 					pw = v + pin
 				}
 				out[j] = pbkdf2Encode(pw, rounds, salts[j*pbkdf2SaltLen:(j+1)*pbkdf2SaltLen])

@@ -280,7 +280,7 @@ var defMissingDescs = [][3]string{
 var defTokenTypes = []string{
 	"hotp", "totp", "motp", "daypassword", "spass", "pw", "registration", "applspec",
 	"email", "sms", "paper", "tan", "indexedsecret", "questionnaire", "sshkey",
-	"yubikey", "radius",
+	"yubikey", "radius", "certificate",
 }
 
 // defChallengeTypes are the token types that can answer with a challenge

@@ -177,6 +177,34 @@ func (a *api) routes() {
 	a.handleOp(http.MethodGet, "/serviceid/:name", "serviceid_list", endpoint{access: adminRole, fn: getServiceIDs})
 	a.handleOp(http.MethodPost, "/serviceid/:name", "serviceid_add", endpoint{access: adminRole, fn: postServiceID})
 	a.handleOp(http.MethodDelete, "/serviceid/:name", "serviceid_delete", endpoint{access: adminRole, fn: deleteServiceID})
+	// CA connectors; GET /caconnector/specific/{type} is the
+	// /caconnector/:name/:catype route.
+	a.handleOp(http.MethodGet, "/caconnector/", "caconnectorread", endpoint{access: adminRole, fn: getCAConnectors})
+	a.handleOp(http.MethodGet, "/caconnector/:name", "caconnectorread", endpoint{access: adminRole, fn: getCAConnectors})
+	a.handleOp(http.MethodGet, "/caconnector/:name/:catype", "caconnectorread", endpoint{access: adminRole, fn: getCAConnectorSpecific})
+	a.handleOp(http.MethodPost, "/caconnector/:name", "caconnectorwrite", endpoint{access: adminRole, fn: postCAConnector})
+	a.handleOp(http.MethodDelete, "/caconnector/:name", "caconnectordelete", endpoint{access: adminRole, fn: deleteCAConnector})
+	// The system configuration. Users read the public settings; GET
+	// /system/random shares the :key route.
+	a.handle(http.MethodGet, "/system/", endpoint{access: anyRole, fn: getSystem})
+	a.handle(http.MethodGet, "/system/:key", endpoint{access: anyRole, fn: getSystem})
+	a.handleOp(http.MethodPost, "/system/setConfig", "configwrite", endpoint{access: adminRole, fn: postSetConfig})
+	a.handleOp(http.MethodPost, "/system/setDefault", "configwrite", endpoint{access: adminRole, fn: postSetDefault})
+	a.handleOp(http.MethodDelete, "/system/:key", "configdelete", endpoint{access: adminRole, fn: deleteSystem})
+	a.innerActions = append(a.innerActions, "configread", "getrandom")
+	// Client applications (the callers of /validate/check).
+	a.handleOp(http.MethodGet, "/client/", "clienttype", endpoint{access: adminRole, fn: getClients})
+	// Statistics.
+	a.handleOp(http.MethodGet, "/monitoring/", "statistics_read", endpoint{access: adminRole, fn: getMonitoring})
+	a.handleOp(http.MethodGet, "/monitoring/:stats_key", "statistics_read", endpoint{access: adminRole, fn: getMonitoring})
+	a.handleOp(http.MethodGet, "/monitoring/:stats_key/last", "statistics_read", endpoint{access: adminRole, fn: getMonitoringLast})
+	a.handleOp(http.MethodDelete, "/monitoring/:stats_key", "statistics_delete", endpoint{access: adminRole, fn: deleteMonitoring})
+	// Subscriptions; GET /subscriptions/status shares the :application
+	// route.
+	a.handleOp(http.MethodGet, "/subscriptions/", rightManageSubscription, endpoint{access: adminRole, fn: getSubscriptions})
+	a.handleOp(http.MethodGet, "/subscriptions/:application", rightManageSubscription, endpoint{access: adminRole, fn: getSubscriptions})
+	a.handleOp(http.MethodPost, "/subscriptions/", rightManageSubscription, endpoint{access: adminRole, fn: postSubscription})
+	a.handleOp(http.MethodDelete, "/subscriptions/:application", rightManageSubscription, endpoint{access: adminRole, fn: deleteSubscription})
 }
 
 // handleOp registers a route whose operation runs in the library, which
@@ -190,12 +218,13 @@ func (a *api) handleOp(method, path, right string, ep endpoint) {
 // handleExact registers ep for exactly one path form (when the other
 // form would collide with a catch-all route).
 func (a *api) handleExact(method, path string, ep endpoint) {
-	a.router.Handle(method, path, a.wrap(ep))
+	a.router.Handle(method, path, a.metered(method, path, a.wrap(ep)))
 	a.endpoints = append(a.endpoints, routeInfo{method, path, ep.access, ep.action})
 }
 
 // probe registers a health probe for both slash forms.
 func (a *api) probe(path string, h httprouter.Handle) {
+	h = a.metered(http.MethodGet, path, h)
 	a.router.GET(path, h)
 	a.endpoints = append(a.endpoints, routeInfo{http.MethodGet, path, public, ""})
 	alt := path[:len(path)-1]

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"runtime/debug"
@@ -179,17 +178,14 @@ func (a *api) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-// clientIP is the TCP peer with IPv4-mapped addresses unmapped.
+// clientIP is the request's client: the address withClient determined
+// (OverrideAuthorizationClient, clientip.go), else the TCP peer with
+// IPv4-mapped addresses unmapped.
 func clientIP(r *http.Request) netip.Addr {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
+	if ip, ok := r.Context().Value(clientKey{}).(netip.Addr); ok {
+		return ip
 	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.Addr{}
-	}
-	return ip.Unmap()
+	return peerIP(r)
 }
 
 // access says who may call an endpoint.
@@ -251,7 +247,7 @@ type call struct {
 // handle registers ep for method and path, and for the path with the
 // trailing slash toggled: privacyIDEA clients use both forms.
 func (a *api) handle(method, path string, ep endpoint) {
-	h := a.wrap(ep)
+	h := a.metered(method, path, a.wrap(ep))
 	a.router.Handle(method, path, h)
 	a.endpoints = append(a.endpoints, routeInfo{method, path, ep.access, ep.action})
 	alt := strings.TrimSuffix(path, "/")
@@ -299,6 +295,7 @@ func (a *api) serve(c *call, ep endpoint, ps httprouter.Params) (answer, error) 
 	if ep.authLimit {
 		limit = a.limitAuth
 	}
+	c.r = a.withClient(c.r, "")
 	if ep.access != public {
 		who, err := a.authenticate(c.r)
 		if errors.Is(err, errValidateRole) && ep.access == adminRole {
@@ -319,6 +316,9 @@ func (a *api) serve(c *call, ep endpoint, ps httprouter.Params) (answer, error) 
 		return answer{}, err
 	}
 	c.p = p
+	if v, _ := p.str("client"); v != "" && clientParamPath(c.r.URL.Path) {
+		c.r = a.withClient(c.r, v)
+	}
 	c.x = authsrv.Exchange{Method: c.r.Method, Path: c.r.URL.Path, Params: p.values}
 	c.ctx = authsrv.WithExchange(c.ctx, &c.x)
 	if ep.action != "" {

@@ -32,11 +32,15 @@ func (e *UnusableError) Error() string { return e.Reason }
 // maxfail whose failcounter_exceeded is older than the timeout starts
 // again at 0. It reports whether t changed.
 func (s *Service) clearFailcounter(t *Token, now time.Time) bool {
-	if s.settings().FailcounterClearTime <= 0 || t.MaxFail <= 0 || t.FailCount < t.MaxFail {
+	if t.MaxFail <= 0 || t.FailCount < t.MaxFail {
+		return false
+	}
+	after := s.settings().FailcounterClearTime
+	if after <= 0 {
 		return false
 	}
 	at, err := ParseValidity(t.Info[InfoFailcounterExceed])
-	if err != nil || now.Sub(at) < s.settings().FailcounterClearTime {
+	if err != nil || now.Sub(at) < after {
 		return false
 	}
 	t.FailCount = 0
@@ -87,10 +91,11 @@ func (s *Service) Verify(ctx context.Context, t *Token, otp string, opts Params,
 
 // Commit applies a successful match in one transaction: the token is read
 // again, must still be usable, and m.Apply must accept it (else ErrReplay);
-// then the fail counter is reset and the usage counters advance. It
-// returns the committed token.
+// then the fail counter is reset and the usage counters advance (not
+// under the setting NoAuthCounter). It returns the committed token.
 func (s *Service) Commit(ctx context.Context, serial string, m Match) (*Token, error) {
 	var out *Token
+	count := !s.settings().NoAuthCounter
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		old, err := s.loadShared(tx, serial)
 		if err != nil {
@@ -113,8 +118,10 @@ func (s *Service) Commit(ctx context.Context, serial string, m Match) (*Token, e
 		}
 		t.FailCount = 0
 		delete(t.Info, InfoFailcounterExceed)
-		t.incInfo(InfoCountAuth)
-		t.incInfo(InfoCountAuthSuccess)
+		if count {
+			t.incInfo(InfoCountAuth)
+			t.incInfo(InfoCountAuthSuccess)
+		}
 		out = t
 		if m.Delete {
 			err = s.remove(tx, old)
@@ -131,7 +138,8 @@ func (s *Service) Commit(ctx context.Context, serial string, m Match) (*Token, e
 
 // Fail records a failed attempt on a token: the fail counter rises by one
 // (never above maxfail; reaching it stamps failcounter_exceeded), and
-// count_auth rises when countAuth is set (the PIN matched). Each non-nil
+// count_auth rises when countAuth is set (the PIN matched) and the
+// setting NoAuthCounter is not. Each non-nil
 // also changes the token in the same transaction (a Match's Remember).
 func (s *Service) Fail(ctx context.Context, serial string, countAuth bool, also ...func(*Token)) error {
 	change := func(t *Token) {
@@ -156,6 +164,7 @@ type Failure struct {
 // the write that records the failure commits with it. Tokens that no
 // longer exist are passed over.
 func (s *Service) FailAll(ctx context.Context, fails []Failure, countAuth bool, record func(store.Tx) error) error {
+	countAuth = countAuth && !s.settings().NoAuthCounter
 	return s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		now := s.cfg.Now()
 		for _, f := range fails {

@@ -87,7 +87,7 @@ func enrollOATH(e *Enroll, typ string, period int) error {
 		return finish2Step(e)
 	}
 	if t.Info[InfoHashlib] == "" {
-		t.SetInfo(InfoHashlib, string(otp.SHA1))
+		t.SetInfo(InfoHashlib, string(e.Service.defaultHash(typ)))
 	}
 	if err := otp.ValidateDigits(t.OTPLen); err != nil {
 		return paramErr("otplen must be a number from %d to %d", otp.MinDigits, otp.MaxDigits)
@@ -102,6 +102,23 @@ func enrollOATH(e *Enroll, typ string, period int) error {
 	e.Key = key
 	e.Detail["otpkey"] = e.keyDetail(key, true)
 	return addURLs(e, key, typ, period)
+}
+
+// defaultHash is the hash of a new token of the HOTP family typ enrolled
+// without hashlib: the system setting totp.hashlib for the time-based
+// types (totp, daypassword), hotp.hashlib for the others, as
+// privacyIDEA's token classes inherit it; SHA-1 when it is unset or not a
+// hash we know.
+func (s *Service) defaultHash(typ string) otp.Hash {
+	set := s.settings()
+	v := set.HOTPHashlib
+	if typ == "totp" || typ == "daypassword" {
+		v = set.TOTPHashlib
+	}
+	if h, err := otp.ParseHash(v); err == nil && v != "" {
+		return h
+	}
+	return otp.SHA1
 }
 
 // keyDetail is the otpkey detail object.

@@ -85,6 +85,11 @@ func (s *Service) PrepareImport(ctx context.Context, recs []ImportRecord, realms
 		}
 		if r.HashLib != "" {
 			p["hashlib"] = r.HashLib
+		} else if typ == "hotp" || typ == "totp" {
+			// A file that names no hash describes SHA-1 tokens: the
+			// system default of new enrollments (hotp.hashlib,
+			// totp.hashlib) does not apply.
+			p["hashlib"] = "sha1"
 		}
 		for k, v := range r.Info {
 			if k != InfoTokenKind {

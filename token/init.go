@@ -167,9 +167,10 @@ func (s *Service) prepare(ctx context.Context, req InitRequest, also []func(stor
 	if existing != nil {
 		t = existing.Clone()
 	} else {
-		t = &Token{Serial: serial, Type: typName, Active: true, OTPLen: s.settings().DefaultOtpLen,
-			CountWindow: s.settings().DefaultCountWindow, SyncWindow: s.settings().DefaultSyncWindow,
-			MaxFail: s.settings().DefaultMaxFailCount, Info: map[string]string{}, Realms: []string{}}
+		set := s.settings()
+		t = &Token{Serial: serial, Type: typName, Active: true, OTPLen: set.DefaultOtpLen,
+			CountWindow: set.DefaultCountWindow, SyncWindow: set.DefaultSyncWindow,
+			MaxFail: set.DefaultMaxFailCount, Info: map[string]string{}, Realms: []string{}}
 		t.Info[InfoCreationDate] = now.UTC().Format(creationLayout)
 		kind := KindSoftware
 		if req.Kind != "" {

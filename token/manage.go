@@ -104,6 +104,17 @@ type Change struct {
 	allowLocked bool
 	remove      bool
 	edit        func(t *Token) (changed bool, err error)
+	// revoke marks a revocation: a type that is a Revoker takes part.
+	revoke bool
+}
+
+// Revoker is implemented by types whose revocation reaches beyond the
+// token (certificate: the CA revokes the certificate). RevokeTx runs in
+// the transaction that revokes the token, before it is written, and an
+// error refuses the revocation; Revoked runs after the commit.
+type Revoker interface {
+	RevokeTx(tx store.Tx, t *Token) error
+	Revoked(ctx context.Context, t *Token)
 }
 
 // ActiveChange enables or disables a token; it reports a change when the
@@ -129,7 +140,7 @@ func ResetChange() Change {
 
 // RevokeChange revokes a token: revoked, locked, disabled for good.
 func RevokeChange() Change {
-	return Change{edit: func(t *Token) (bool, error) {
+	return Change{revoke: true, edit: func(t *Token) (bool, error) {
 		t.Revoked, t.Locked, t.Active = true, true, false
 		return true, nil
 	}}
@@ -227,6 +238,12 @@ type Outcome struct {
 
 // applyTx makes ch on serial in tx.
 func (s *Service) applyTx(tx store.Tx, serial string, ch Change) (bool, error) {
+	return s.applyTxAfter(tx, serial, ch, nil)
+}
+
+// applyTxAfter is applyTx that adds to after what must run once the
+// transaction committed (a Revoker's Revoked).
+func (s *Service) applyTxAfter(tx store.Tx, serial string, ch Change, after *[]func(context.Context)) (bool, error) {
 	if ch.err != nil {
 		return false, ch.err
 	}
@@ -243,8 +260,21 @@ func (s *Service) applyTx(tx store.Tx, serial string, ch Change) (bool, error) {
 	changed := false
 	_, err := s.editTx(tx, serial, ch.allowLocked, func(t *Token) error {
 		var err error
-		changed, err = ch.edit(t)
-		return err
+		if changed, err = ch.edit(t); err != nil || !ch.revoke {
+			return err
+		}
+		typ, _ := s.cfg.Types.Get(t.Type)
+		rv, ok := typ.(Revoker)
+		if !ok {
+			return nil
+		}
+		if err := rv.RevokeTx(tx, t); err != nil {
+			return err
+		}
+		if after != nil {
+			*after = append(*after, func(ctx context.Context) { rv.Revoked(ctx, t) })
+		}
+		return nil
 	})
 	return changed, err
 }
@@ -262,10 +292,11 @@ func tokenError(err error) bool {
 // error is in its Outcome; a store error fails the whole transaction.
 func (s *Service) Apply(ctx context.Context, serials []string, ch Change, also ...func(store.Tx) error) ([]Outcome, error) {
 	var out []Outcome
+	var after []func(context.Context)
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
-		out = make([]Outcome, 0, len(serials))
+		out, after = make([]Outcome, 0, len(serials)), nil
 		for _, serial := range serials {
-			changed, err := s.applyTx(tx, serial, ch)
+			changed, err := s.applyTxAfter(tx, serial, ch, &after)
 			if err != nil && !tokenError(err) {
 				return err
 			}
@@ -273,20 +304,34 @@ func (s *Service) Apply(ctx context.Context, serials []string, ch Change, also .
 		}
 		return store.RunAlso(tx, also)
 	})
+	runAfter(ctx, err, after)
 	return out, err
+}
+
+// runAfter runs what a committed change left to do.
+func runAfter(ctx context.Context, err error, after []func(context.Context)) {
+	if err != nil {
+		return
+	}
+	for _, fn := range after {
+		fn(context.WithoutCancel(ctx))
+	}
 }
 
 // apply1 makes ch on one token with also in one transaction; a refusal
 // fails the transaction.
 func (s *Service) apply1(ctx context.Context, serial string, ch Change, also []func(store.Tx) error) (bool, error) {
 	changed := false
+	var after []func(context.Context)
 	err := s.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		var err error
-		if changed, err = s.applyTx(tx, serial, ch); err != nil {
+		after = nil
+		if changed, err = s.applyTxAfter(tx, serial, ch, &after); err != nil {
 			return err
 		}
 		return store.RunAlso(tx, also)
 	})
+	runAfter(ctx, err, after)
 	return changed, err
 }
 

@@ -21,7 +21,8 @@ func (TOTP) Prefix() string { return "TOTP" }
 // timeShift.
 func (TOTP) Enroll(ctx context.Context, e *Enroll) error {
 	t, p := e.Token, e.Params
-	step := e.Service.settings().TOTPTimeStep
+	set := e.Service.settings()
+	step := set.TOTPTimeStep
 	if v := p.Str("timeStep"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || (n != 30 && n != 60) {
@@ -29,7 +30,7 @@ func (TOTP) Enroll(ctx context.Context, e *Enroll) error {
 		}
 		step = n
 	} else if e.New || t.Info[InfoTimeStep] == "" {
-		step = e.Service.settings().TOTPTimeStep
+		step = set.TOTPTimeStep
 	} else {
 		step = t.InfoInt(InfoTimeStep, step)
 	}
@@ -41,7 +42,7 @@ func (TOTP) Enroll(ctx context.Context, e *Enroll) error {
 		}
 		t.SetInfo(InfoTimeWindow, strconv.Itoa(n))
 	} else if t.Info[InfoTimeWindow] == "" {
-		t.SetInfo(InfoTimeWindow, strconv.Itoa(e.Service.settings().TOTPTimeWindow))
+		t.SetInfo(InfoTimeWindow, strconv.Itoa(set.TOTPTimeWindow))
 	}
 	if v := p.Str("timeShift"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
@@ -56,11 +57,12 @@ func (TOTP) Enroll(ctx context.Context, e *Enroll) error {
 }
 
 func (s *Service) totpParams(t *Token) (step, window, shift int) {
-	step = t.InfoInt(InfoTimeStep, s.settings().TOTPTimeStep)
+	set := s.settings()
+	step = t.InfoInt(InfoTimeStep, set.TOTPTimeStep)
 	if step <= 0 {
-		step = s.settings().TOTPTimeStep
+		step = set.TOTPTimeStep
 	}
-	window = t.InfoInt(InfoTimeWindow, s.settings().TOTPTimeWindow)
+	window = t.InfoInt(InfoTimeWindow, set.TOTPTimeWindow)
 	shift = t.InfoInt(InfoTimeShift, 0)
 	return step, window, shift
 }

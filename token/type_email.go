@@ -41,9 +41,13 @@ var ErrEmailNotSent = apierr.New(apierr.Validate, "The PIN was correct, but the 
 const (
 	InfoEmail        = "email"
 	InfoDynamicEmail = "dynamic_email"
-	// EmailIdentifier names the SMTP server definition, as tokeninfo or
-	// as a request option (system setting).
+	// EmailIdentifier names the SMTP server definition, as tokeninfo, as
+	// a challenge option, or as the system setting all e-mail tokens
+	// without one fall back on.
 	EmailIdentifier = "email.identifier"
+	// EmailValidTime is the validity of an e-mail challenge in seconds,
+	// as a challenge option or system setting (default 120).
+	EmailValidTime = "email.validtime"
 
 	defaultEmailText      = "<otp>"
 	defaultEmailSubject   = "Your OTP"
@@ -99,9 +103,11 @@ func (Email) Resync(ctx context.Context, s *Service, t *Token, otp1, otp2 string
 }
 
 // Challenge implements Challenger. Options read: email_challenge_text,
-// email.validtime (seconds, default 120), emailsubject, emailtext (tags
-// <otp> {otp} {user} {serial}) and email.identifier (used when the token
-// has none).
+// email.validtime (seconds; else the system setting, else 120),
+// emailsubject, emailtext (tags <otp> {otp} {user} {serial}) and
+// email.identifier (used when the token has none; else the system
+// setting). Without an SMTP server nothing is committed and the error's
+// hidden cause (SendCause) names the setting to make.
 func (Email) Challenge(ctx context.Context, r *ChallengeRequest) (*ChallengeResult, error) {
 	t := r.Token
 	addr := t.Info[InfoEmail]
@@ -114,9 +120,10 @@ func (Email) Challenge(ctx context.Context, r *ChallengeRequest) (*ChallengeResu
 	if err := emailCheckAddress(addr); err != nil {
 		return nil, remoteNotSent(ErrEmailNotSent, fmt.Errorf("token %s: %w", t.Serial, err))
 	}
-	smtpID := t.Info[EmailIdentifier]
+	set := r.Service.settings()
+	smtpID := firstSet(t.Info[EmailIdentifier], r.Options.Str(EmailIdentifier), set.Value(EmailIdentifier))
 	if smtpID == "" {
-		smtpID = r.Options.Str(EmailIdentifier)
+		return nil, remoteNotSent(ErrEmailNotSent, fmt.Errorf("e-mail token %s has no SMTP server: set the system setting %s or the token's %s", t.Serial, EmailIdentifier, EmailIdentifier))
 	}
 	user := remoteUser(t, r.OwnerInfo)
 	tags := remoteTags{user: user, serial: t.Serial, email: addr}
@@ -132,7 +139,7 @@ func (Email) Challenge(ctx context.Context, r *ChallengeRequest) (*ChallengeResu
 		body = v
 	}
 	svc := r.Service
-	validity := remoteSeconds(r.Options.Str("email.validtime"), defaultEmailValidity)
+	validity := remoteSeconds(firstSet(r.Options.Str(EmailValidTime), set.Value(EmailValidTime)), defaultEmailValidity)
 	res := &ChallengeResult{
 		Message:    msg,
 		ClientMode: "interactive",
@@ -144,18 +151,15 @@ func (Email) Challenge(ctx context.Context, r *ChallengeRequest) (*ChallengeResu
 			if err != nil {
 				return remoteNotSent(ErrEmailNotSent, err)
 			}
-			if smtpID == "" {
-				return remoteNotSent(ErrEmailNotSent, fmt.Errorf("token %s: no SMTP server is configured (%s)", t.Serial, EmailIdentifier))
-			}
 			n := svc.Notify()
 			if n == nil {
-				return remoteNotSent(ErrEmailNotSent, errors.New("token: no notification service"))
+				return remoteNotSent(ErrEmailNotSent, fmt.Errorf("e-mail token %s: this server has no notification service to send through", t.Serial))
 			}
 			tags := tags
 			tags.otp = value
 			err = n.SendMail(ctx, smtpID, notify.Mail{To: []string{addr}, Subject: tags.replace(subject), Body: tags.replace(body)})
 			if err != nil {
-				return remoteNotSent(ErrEmailNotSent, fmt.Errorf("token %s: %w", t.Serial, err))
+				return remoteNotSent(ErrEmailNotSent, fmt.Errorf("e-mail token %s, SMTP server %s: %w", t.Serial, smtpID, err))
 			}
 			return nil
 		},
@@ -259,6 +263,39 @@ func remoteHOTP(s *Service, t *Token) (string, error) {
 		return "", fmt.Errorf("token %s: no key", t.Serial)
 	}
 	return otp.HOTP(key, t.Count, t.OTPLen, t.Hash()), nil
+}
+
+// firstSet returns the first non-empty value.
+func firstSet(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// SendCause returns the hidden cause of a challenge that could not be
+// sent (ErrEmailNotSent, ErrSMSNotSent): the configuration that is
+// missing or the failure of the SMTP server or SMS gateway, naming the
+// serial and never the OTP value. It is nil for other errors. The cause
+// is for the log; the client sees only privacyIDEA's message.
+func SendCause(err error) error {
+	e, ok := errors.AsType[*apierr.Error](err)
+	if !ok || (!errors.Is(err, ErrEmailNotSent) && !errors.Is(err, ErrSMSNotSent)) {
+		return nil
+	}
+	j, ok := e.Err.(interface{ Unwrap() []error })
+	if !ok {
+		return e.Err
+	}
+	var causes []error
+	for _, c := range j.Unwrap() {
+		if c != ErrEmailNotSent && c != ErrSMSNotSent {
+			causes = append(causes, c)
+		}
+	}
+	return errors.Join(causes...)
 }
 
 // remoteNotSent is the send failure sentinel with its hidden cause; the

@@ -2,7 +2,6 @@ package token
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -35,9 +34,13 @@ var ErrSMSNotSent = apierr.New(apierr.Validate, "The PIN was correct, but the SM
 const (
 	InfoPhone        = "phone"
 	InfoDynamicPhone = "dynamic_phone"
-	// SMSIdentifier names the SMS gateway, as tokeninfo or as a request
-	// option (system setting).
+	// SMSIdentifier names the SMS gateway, as tokeninfo, as a challenge
+	// option, or as the system setting all SMS tokens without one fall
+	// back on.
 	SMSIdentifier = "sms.identifier"
+	// SMSProviderTimeout is the validity of an SMS challenge in seconds,
+	// as a challenge option or system setting (default 300).
+	SMSProviderTimeout = "sms.providerTimeout"
 
 	defaultSMSText      = "<otp>"
 	defaultSMSChallenge = "Enter the OTP from the SMS:"
@@ -92,8 +95,11 @@ func (SMS) Resync(ctx context.Context, s *Service, t *Token, otp1, otp2 string, 
 }
 
 // Challenge implements Challenger. Options read: sms_challenge_text,
-// sms.providerTimeout (seconds, default 300), smstext (tags <otp> {otp}
-// {user} {serial}) and sms.identifier (used when the token has none).
+// sms.providerTimeout (seconds; else the system setting, else 300),
+// smstext (tags <otp> {otp} {user} {serial}) and sms.identifier (used
+// when the token has none; else the system setting). Without a gateway
+// nothing is committed and the error's hidden cause (SendCause) names
+// the setting to make.
 func (SMS) Challenge(ctx context.Context, r *ChallengeRequest) (*ChallengeResult, error) {
 	t := r.Token
 	phone := t.Info[InfoPhone]
@@ -106,9 +112,10 @@ func (SMS) Challenge(ctx context.Context, r *ChallengeRequest) (*ChallengeResult
 	if err := smsCheckPhone(phone); err != nil {
 		return nil, remoteNotSent(ErrSMSNotSent, fmt.Errorf("token %s: %w", t.Serial, err))
 	}
-	gateway := t.Info[SMSIdentifier]
+	set := r.Service.settings()
+	gateway := firstSet(t.Info[SMSIdentifier], r.Options.Str(SMSIdentifier), set.Value(SMSIdentifier))
 	if gateway == "" {
-		gateway = r.Options.Str(SMSIdentifier)
+		return nil, remoteNotSent(ErrSMSNotSent, fmt.Errorf("SMS token %s has no SMS gateway: set the system setting %s or the token's %s", t.Serial, SMSIdentifier, SMSIdentifier))
 	}
 	tags := remoteTags{user: remoteUser(t, r.OwnerInfo), serial: t.Serial, phone: phone}
 	msg := defaultSMSChallenge
@@ -120,7 +127,7 @@ func (SMS) Challenge(ctx context.Context, r *ChallengeRequest) (*ChallengeResult
 		text = v
 	}
 	svc := r.Service
-	validity := remoteSeconds(r.Options.Str("sms.providerTimeout"), defaultSMSValidity)
+	validity := remoteSeconds(firstSet(r.Options.Str(SMSProviderTimeout), set.Value(SMSProviderTimeout)), defaultSMSValidity)
 	res := &ChallengeResult{
 		Message:    msg,
 		ClientMode: "interactive",
@@ -132,17 +139,14 @@ func (SMS) Challenge(ctx context.Context, r *ChallengeRequest) (*ChallengeResult
 			if err != nil {
 				return remoteNotSent(ErrSMSNotSent, err)
 			}
-			if gateway == "" {
-				return remoteNotSent(ErrSMSNotSent, fmt.Errorf("token %s: no SMS gateway is configured (%s)", t.Serial, SMSIdentifier))
-			}
 			n := svc.Notify()
 			if n == nil {
-				return remoteNotSent(ErrSMSNotSent, errors.New("token: no notification service"))
+				return remoteNotSent(ErrSMSNotSent, fmt.Errorf("SMS token %s: this server has no notification service to send through", t.Serial))
 			}
 			tags := tags
 			tags.otp = value
 			if err := n.SendSMS(ctx, gateway, phone, tags.replace(text)); err != nil {
-				return remoteNotSent(ErrSMSNotSent, fmt.Errorf("token %s: %w", t.Serial, err))
+				return remoteNotSent(ErrSMSNotSent, fmt.Errorf("SMS token %s, gateway %s: %w", t.Serial, gateway, err))
 			}
 			return nil
 		},

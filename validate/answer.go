@@ -52,6 +52,10 @@ func (rs *responder) answer(ctx context.Context, usable, all []*token.Token) (Re
 		if res, ok, err := rs.enrollment(ctx, all, bySerial); ok || err != nil {
 			return res, err
 		}
+		if svc.Settings().NoIncFailCountOnFalsePin {
+			// IncFailCountOnFalsePin off: no token holds the transaction.
+			return Response{User: rs.t.u, Message: MsgWrongPIN}, nil
+		}
 		for _, t := range all {
 			if err := svc.Fail(ctx, t.Serial, true); err != nil {
 				return Response{}, err

@@ -21,13 +21,14 @@ var (
 )
 
 // requireAPIKey applies AUTHZ api_key_required to a check: when a policy
-// matching the request's user as given (login@realm split, an explicit
-// realm winning, else the default realm; no user store lookup, so that
-// nothing about the user is learnt before the key is checked) and its
+// matching the request's user as given (login@realm split unless
+// splitAtSign is off, an explicit realm winning, else the default realm;
+// no user store lookup, so that nothing about the user is learnt before
+// the key is checked) and its
 // client sets it, only a caller that presented a valid API key (role
 // APIKey) may go on. A trusted local program needs none. Without an
 // active authorization policy it costs nothing.
-func (p *policies) requireAPIKey(ctx context.Context, realms *realm.Service, r *Request) error {
+func (p *policies) requireAPIKey(ctx context.Context, realms *realm.Service, splitAtSign bool, r *Request) error {
 	if r.Caller.Trusted() || r.Caller.Role == caller.APIKey || p.snap == nil || !p.snap.Active(policy.ScopeAuthorization) {
 		return nil
 	}
@@ -40,7 +41,7 @@ func (p *policies) requireAPIKey(ctx context.Context, realms *realm.Service, r *
 	// no user or realm.
 	login, realmName := "", ""
 	if r.User != "" {
-		login, realmName = user.Split(r.User, func(s string) bool { return realms.Exists(ctx, s) }, true)
+		login, realmName = user.Split(r.User, func(s string) bool { return realms.Exists(ctx, s) }, splitAtSign)
 		if r.Realm != "" {
 			realmName = r.Realm
 		}

@@ -201,8 +201,9 @@ func (a *assigner) autoassign(ctx context.Context, res Response) (Response, erro
 	}
 	memo := map[string]bool{}
 	svc := a.v.cfg.Tokens
+	appendPIN := svc.Settings().AppendPIN
 	for _, t := range c.cands {
-		pin, otpValue, ok := split(t, a.r.Pass, false)
+		pin, otpValue, ok := split(t, a.r.Pass, false, appendPIN)
 		if !ok || isPINOnly(svc, t) {
 			continue
 		}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rs/zerolog"
+
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/policy"
 	"github.com/authsrv/authsrv/token"
@@ -77,6 +79,7 @@ func (c *challenger) trigger(ctx context.Context, toks []*token.Token) (Response
 		res, _, err := svc.CreateChallenge(ctx, t, txid, state, opts, info)
 		if err != nil {
 			sendErr = err
+			logNotSent(ctx, t, err, "the challenge could not be sent")
 			continue
 		}
 		msg := res.Message
@@ -136,6 +139,19 @@ func challengeAnswer(u user.User, multi []Challenge, msg string, tids []string) 
 		Serial: last.Serial, Type: last.Type, ClientMode: last.ClientMode,
 		Attributes: last.Attributes, Image: last.Image, Link: last.Link,
 	}
+}
+
+// logNotSent logs why the challenge of t was not sent (the missing SMTP
+// server or SMS gateway setting, the gateway's failure), which the
+// client's answer does not tell: the hidden cause of a send failure,
+// with the serial and never the OTP value. Other errors are the caller's
+// to report.
+func logNotSent(ctx context.Context, t *token.Token, err error, msg string) {
+	cause := token.SendCause(err)
+	if cause == nil {
+		return
+	}
+	zerolog.Ctx(ctx).Error().Err(cause).Str("component", "validate").Str("serial", t.Serial).Str("token_type", t.Type).Msg(msg)
 }
 
 // sendErrIfInternal keeps coded send errors out of the error path (they

@@ -104,7 +104,7 @@ func (v *Validator) start(ctx context.Context, r Request, a *auditor) (*req, err
 		ctx = store.WithRevision(ctx, q.pol.snap.Revision())
 	}
 	if a.event == EventCheck {
-		if err := q.pol.requireAPIKey(ctx, v.cfg.Realms, &q.r); err != nil {
+		if err := q.pol.requireAPIKey(ctx, v.cfg.Realms, v.splitAtSign(), &q.r); err != nil {
 			return q, err
 		}
 	}

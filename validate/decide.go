@@ -18,15 +18,20 @@ type candidate struct {
 	m        token.Match
 }
 
-// split divides pass into PIN and OTP for t (PIN first; the OTP is the
-// last otplen characters). ok is false when pass is shorter than otplen.
-func split(t *token.Token, pass string, pinOnly bool) (pin, otp string, ok bool) {
+// split divides pass into PIN and OTP for t: PIN first and the OTP the
+// last otplen characters, or under appendPIN (the system setting
+// PrependPin false) the OTP the first otplen characters and the PIN the
+// rest. ok is false when pass is shorter than otplen.
+func split(t *token.Token, pass string, pinOnly, appendPIN bool) (pin, otp string, ok bool) {
 	if pinOnly {
 		return pass, "", true
 	}
 	r := []rune(pass)
 	if len(r) < t.OTPLen {
 		return "", "", false
+	}
+	if appendPIN {
+		return string(r[t.OTPLen:]), string(r[:t.OTPLen]), true
 	}
 	return string(r[:len(r)-t.OTPLen]), string(r[len(r)-t.OTPLen:]), true
 }
@@ -174,13 +179,14 @@ func (d *decider) decide(ctx context.Context, all []*token.Token, force bool) (R
 		return Response{}, err
 	}
 	pc := &pinChecker{v: d.v, t: d.t, kdf: d.kdf, mode: strings.ToLower(mode), memo: map[string]bool{}}
+	set := svc.Settings()
 	// Phase 1: the OTP decides which token's PIN is worth a key derivation.
 	// Under force_challenge_response PIN and OTP are never checked
 	// together.
 	cands := make([]*candidate, 0, len(usable))
 	for _, t := range usable {
 		pinOnly := isPINOnly(svc, t)
-		pin, otp, ok := split(t, d.r.Pass, pinOnly)
+		pin, otp, ok := split(t, d.r.Pass, pinOnly, set.AppendPIN)
 		c := &candidate{t: t, pin: pin, otp: otp}
 		cands = append(cands, c)
 		if !ok || force {
@@ -242,7 +248,7 @@ func (d *decider) decide(ctx context.Context, all []*token.Token, force bool) (R
 		}
 		// A pass shorter than otplen is a PIN mismatch; a PIN-only type
 		// has no "wrong OTP" outcome.
-		if _, _, fits := split(c.t, d.r.Pass, false); fits && !isPINOnly(svc, c.t) && !force {
+		if _, _, fits := split(c.t, d.r.Pass, false, set.AppendPIN); fits && !isPINOnly(svc, c.t) && !force {
 			ok, err := pc.check(ctx, c.t, c.pin)
 			if err != nil {
 				return Response{}, err
@@ -281,11 +287,17 @@ func (d *decider) decide(ctx context.Context, all []*token.Token, force bool) (R
 		}
 		return res, nil
 	}
+	res := Response{User: d.t.u, Message: MsgWrongPIN}
+	if set.NoIncFailCountOnFalsePin {
+		// IncFailCountOnFalsePin off: no PIN matched, so the tokens are
+		// left as they are.
+		return res, nil
+	}
 	for _, c := range cands {
 		// AutoResync remembers a value only after the right PIN.
 		c.m.Remember = nil
 	}
-	return d.com.fail(ctx, cands, Response{User: d.t.u, Message: MsgWrongPIN}, true)
+	return d.com.fail(ctx, cands, res, true)
 }
 
 func isPINOnly(svc *token.Service, t *token.Token) bool {

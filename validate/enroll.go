@@ -170,6 +170,9 @@ func (e *enroller) enroll(ctx context.Context, res Response) (Response, error) {
 		if _, coded := errors.AsType[*apierr.Error](err); !coded {
 			return res, err
 		}
+		if cause := token.SendCause(err); cause != nil {
+			err = cause
+		}
 		log.Warn().Err(err).Str("serial", t.Serial).Msg("enroll_via_multichallenge: the challenge of the new token could not be sent")
 		return res, nil
 	}

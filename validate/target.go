@@ -34,7 +34,7 @@ type target struct {
 func (t *target) resolve(ctx context.Context) error {
 	login, realmName := "", ""
 	if t.r.User != "" {
-		login, realmName = user.Split(t.r.User, func(s string) bool { return t.v.cfg.Realms.Exists(ctx, s) }, true)
+		login, realmName = user.Split(t.r.User, func(s string) bool { return t.v.cfg.Realms.Exists(ctx, s) }, t.v.splitAtSign())
 		if t.r.Realm != "" {
 			// An explicit realm wins over the one split off the login.
 			realmName = realm.Normalize(t.r.Realm)

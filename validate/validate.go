@@ -245,6 +245,12 @@ func New(cfg Config) *Validator {
 	return &Validator{cfg: cfg, cacheKey: cacheKey(cfg.CacheKey)}
 }
 
+// splitAtSign reports whether "login@realm" is split (the system
+// setting splitAtSign, on unless the token settings turn it off).
+func (v *Validator) splitAtSign() bool {
+	return v.cfg.Tokens == nil || !v.cfg.Tokens.Settings().NoSplitAtSign
+}
+
 // MsgMatching1 is the success message of one token.
 func MsgMatching1() string { return fmt.Sprintf(MsgMatching, 1) }
 

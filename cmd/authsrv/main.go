@@ -34,6 +34,7 @@ import (
 	"github.com/authsrv/authsrv/server"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/store/bolt"
+	"github.com/authsrv/authsrv/subscription"
 	"github.com/authsrv/authsrv/token"
 )
 
@@ -346,8 +347,11 @@ func (e *env) serve(args []string) error {
 	certFile := fs.String("tls-cert", "", "TLS certificate file (PEM); with -tls-key serves HTTPS")
 	keyFile := fs.String("tls-key", "", "TLS private key file (PEM)")
 	drain := fs.Duration("shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
+	metricsListen := fs.String("metrics-listen", "", "address of a separate listener serving Prometheus metrics at /metrics, e.g. 127.0.0.1:9090 (default: off)")
 	autoResync := fs.Bool("auto-resync", false, "AutoResync: an HOTP, paper or TOTP token out of its window resynchronises when two consecutive values arrive within -auto-resync-timeout")
+	subscriptionKey := fs.String("subscription-key", "", "PEM file with the public key (Ed25519, or RSA of at least 2048 bits) that uploaded subscription files must be signed with (default: none, every upload is refused)")
 	autoResyncTimeout := fs.Duration("auto-resync-timeout", 300*time.Second, "how long after the first value of an AutoResync the second may come")
+	statsInterval := fs.Duration("stats-interval", authsrv.DefaultStatsInterval, "how often the statistics of /monitoring/ are recorded (token numbers, event counters); 0 turns it off")
 	fs.Var(&c.fileRoots, "file-root", "directory the files an administrator names may lie in: a passwd resolver's file, an LDAP resolver's TLS_CA_FILE, an SMTP server's S/MIME key and certificate (repeatable; in AUTHSRV_FILE_ROOT separate several with ':'); default: "+DefaultFileRoot+" and the data directory's files subfolder. The data directory's own files are never readable")
 	fs.Var(&c.allowDial, "allow-dial", allowDialUsage)
 	var retention auditRetention
@@ -396,10 +400,26 @@ func (e *env) serve(args []string) error {
 		return err
 	}
 	opts = append(opts, authsrv.WithTokenSettings(token.Settings{AutoResync: *autoResync, AutoResyncTimeout: *autoResyncTimeout}), authsrv.WithStoreResidentLimit(resident.bytes))
+	opts = append(opts, authsrv.WithStatsInterval(*statsInterval))
 	if ret, err := retention.option(fs); err != nil {
 		return err
 	} else if ret != nil {
 		opts = append(opts, ret)
+	}
+	if *subscriptionKey != "" {
+		opt, err := subscriptionKeyOption(*subscriptionKey)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, opt)
+	}
+	var prom *promMetrics
+	if *metricsListen != "" {
+		if prom, err = listenMetrics(*metricsListen); err != nil {
+			return fmt.Errorf("-metrics-listen: %w", err)
+		}
+		defer prom.close(context.Background())
+		opts = append(opts, prom.option())
 	}
 	s, err := authsrv.New(opts...)
 	if err != nil {
@@ -444,6 +464,12 @@ func (e *env) serve(args []string) error {
 		}
 	}()
 	go func() { errc <- s.Run(ctx) }()
+	if prom != nil {
+		if err := prom.serve(s, log); err != nil {
+			return err
+		}
+		log.Info().Str("metrics_listen", prom.ln.Addr().String()).Msg("serving metrics at /metrics")
+	}
 	scheme := "http"
 	if *certFile != "" {
 		scheme = "https"
@@ -461,6 +487,9 @@ func (e *env) serve(args []string) error {
 	log.Info().Msg("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), *drain)
 	defer cancel()
+	if prom != nil {
+		prom.close(sctx)
+	}
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
@@ -853,4 +882,17 @@ func (e *env) auditCmd(args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "audit log: %d entries (%d..%d): OK\n", rep.Entries, rep.First, rep.Last)
 	return nil
+}
+
+// subscriptionKeyOption reads the -subscription-key PEM file.
+func subscriptionKeyOption(path string) (authsrv.Option, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("-subscription-key: %w", err)
+	}
+	key, err := subscription.ParsePublicKeyPEM(data)
+	if err != nil {
+		return nil, fmt.Errorf("-subscription-key %s: %w", path, err)
+	}
+	return authsrv.WithSubscriptionKey(key), nil
 }

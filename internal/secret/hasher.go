@@ -60,6 +60,11 @@ type HasherConfig struct {
 	// leave outpaces the collector.
 	MaxParallel int
 	Rand        io.Reader // salts; nil means crypto/rand.Reader
+	// OnWait, when set, is told how long each key derivation waited for
+	// the budget and a CPU lane (0 when it did not wait; also when the
+	// wait ended in ErrBusy). It is called on the request's path and must
+	// not block.
+	OnWait func(time.Duration)
 }
 
 // Hasher hashes and verifies PINs and passwords with Argon2. Every key
@@ -82,6 +87,7 @@ type Hasher struct {
 	rnd   io.Reader
 
 	kdfHook func() // tests: called inside the budget, before each derivation
+	onWait  func(time.Duration)
 }
 
 // NewHasher checks cfg and returns a Hasher. All problems are reported
@@ -156,6 +162,7 @@ func NewHasher(cfg HasherConfig) (*Hasher, error) {
 		maxWait:   cfg.MaxWait,
 		dummySalt: make([]byte, p.SaltLen),
 		rnd:       cfg.Rand,
+		onWait:    cfg.OnWait,
 	}
 	h.sem = semaphore.NewWeighted(h.budgetKiB)
 	h.maxLanes = int64(cfg.MaxParallel)
@@ -270,9 +277,16 @@ func (h *Hasher) acquire(ctx context.Context, kib uint32, threads int64) (releas
 	}
 	if h.sem.TryAcquire(w) {
 		if h.lanes.TryAcquire(lanes) {
+			if h.onWait != nil {
+				h.onWait(0)
+			}
 			return func() { h.lanes.Release(lanes); h.sem.Release(w) }, nil
 		}
 		h.sem.Release(w)
+	}
+	if h.onWait != nil {
+		start := time.Now()
+		defer func() { h.onWait(time.Since(start)) }()
 	}
 	wctx, cancel := context.WithTimeout(ctx, h.maxWait)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -174,8 +175,15 @@ func (r *batchRun) commit(calls []*call) (failed int, inHook bool, err error) {
 	}
 	r.running = nil
 	r.btx = nil
+	var start time.Time
+	if r.db.onCommit != nil {
+		start = time.Now()
+	}
 	if err := btx.Commit(); err != nil {
 		return -1, false, r.db.commitFailed(err)
+	}
+	if r.db.onCommit != nil {
+		r.db.onCommit(time.Since(start))
 	}
 	r.db.committed(before, probe)
 	return -1, false, nil

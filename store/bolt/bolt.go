@@ -53,6 +53,10 @@ type Options struct {
 	// ResidentInterval is how often the resident pages are counted. 0
 	// means DefaultResidentInterval.
 	ResidentInterval time.Duration
+	// OnCommit, when set, is told how long each successful commit took
+	// (bbolt's write and fsync of one batch). It runs in the committing
+	// writer, with the other writers waiting: it must not block.
+	OnCommit func(time.Duration)
 }
 
 // DB is a store.Store on one bbolt file. It is safe for concurrent use.
@@ -81,6 +85,8 @@ type DB struct {
 	// beforeBatch, when set (tests only), runs in the leader before it
 	// takes its batch from the queue.
 	beforeBatch func()
+	// onCommit is Options.OnCommit.
+	onCommit func(time.Duration)
 }
 
 var (
@@ -179,7 +185,8 @@ func open(path string, opts Options, noSync bool) (*DB, error) {
 			return nil, fmt.Errorf("open %s: sync directory: %w", path, err)
 		}
 	}
-	db := &DB{bdb: bdb, path: path, maxBatch: opts.MaxBatch, probeEvery: opts.ProbeInterval, closing: make(chan struct{})}
+	db := &DB{bdb: bdb, path: path, maxBatch: opts.MaxBatch, probeEvery: opts.ProbeInterval, closing: make(chan struct{}),
+		onCommit: opts.OnCommit}
 	db.startResidentTrim(opts.ResidentLimit, opts.ResidentInterval)
 	return db, nil
 }

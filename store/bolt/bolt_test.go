@@ -104,7 +104,7 @@ func TestOpenAlwaysSyncs(t *testing.T) {
 	for i := range typ.NumField() {
 		fields = append(fields, typ.Field(i).Name)
 	}
-	if got := strings.Join(fields, ","); got != "Timeout,FileMode,MaxBatch,ProbeInterval,ResidentLimit,ResidentInterval" {
+	if got := strings.Join(fields, ","); got != "Timeout,FileMode,MaxBatch,ProbeInterval,ResidentLimit,ResidentInterval,OnCommit" {
 		t.Errorf("Options fields = %s; a new field must not switch off syncing (A15)", got)
 	}
 }
