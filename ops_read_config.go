@@ -382,3 +382,22 @@ func (o *Ops) TestRadius(ctx context.Context, who caller.Caller, id, user, passw
 	})
 	return ok, err
 }
+
+// RadiusServerNames lists the identifiers of the RADIUS server
+// definitions, for whoever may enroll RADIUS tokens: privacyIDEA's GET
+// /system/names/radius (right enrollRADIUS, administrators and users).
+func (o *Ops) RadiusServerNames(ctx context.Context, who caller.Caller) ([]string, error) {
+	out := []string{}
+	err := o.run(ctx, who, opSpec{event: "list_radius_servers", action: "GET /system/names/radius", right: "enrollRADIUS"},
+		func(ctx context.Context, r *opRun) error {
+			list, err := o.s.notify.RadiusServers(ctx)
+			if err != nil {
+				return err
+			}
+			for _, rs := range list {
+				out = append(out, rs.Identifier)
+			}
+			return nil
+		})
+	return out, err
+}

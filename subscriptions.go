@@ -71,7 +71,27 @@ func (s *Server) subscriptionStatus(ctx context.Context) (SubscriptionStatus, er
 	if err != nil {
 		return SubscriptionStatus{}, err
 	}
-	return SubscriptionStatus{Entries: subscription.Overview(subs, u, s.cfg.now()), Usage: u, Version: Version}, nil
+	entries := subscription.Overview(subs, u, s.cfg.now())
+	if s.clients != nil {
+		apps, err := s.clients.List(ctx)
+		if err != nil {
+			return SubscriptionStatus{}, err
+		}
+		seen := map[string]time.Time{}
+		for typ, list := range apps {
+			p := subscription.PluginOf(typ)
+			if p == "" {
+				continue
+			}
+			for _, a := range list {
+				if a.LastSeen.After(seen[p]) {
+					seen[p] = a.LastSeen
+				}
+			}
+		}
+		subscription.Seen(entries, seen)
+	}
+	return SubscriptionStatus{Entries: entries, Usage: u, Version: Version}, nil
 }
 
 // checkSubscriptions logs a warning for every stored subscription that

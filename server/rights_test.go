@@ -60,6 +60,7 @@ var innerChecks = map[string]struct {
 	"DELETE /token/:serial/*rest":         {"/token/challenges/transaction/123", "", "Admin actions are defined, but the action cancelchallenge is not allowed!"},
 	"GET /system/":                        {"/system/", "", "Admin actions are defined, but the action configread is not allowed!"},
 	"GET /system/:key":                    {"/system/DefaultOtpLen", "", "Admin actions are defined, but the action configread is not allowed!"},
+	"GET /system/:key/:sub":               {"/system/names/radius", "", "Admin actions are defined, but the action enrollRADIUS is not allowed!"},
 	"GET /system/random (dispatch)":       {"/system/random", "", "Admin actions are defined, but the action getrandom is not allowed!"},
 	// Admin-only routes whose right the library checks.
 	"POST /token/set":               {"/token/set", "serial=TK1&description=x", "Admin actions are defined, but the action set is not allowed!"},

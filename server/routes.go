@@ -188,6 +188,7 @@ func (a *api) routes() {
 	// /system/random shares the :key route.
 	a.handle(http.MethodGet, "/system/", endpoint{access: anyRole, fn: getSystem})
 	a.handle(http.MethodGet, "/system/:key", endpoint{access: anyRole, fn: getSystem})
+	a.handle(http.MethodGet, "/system/:key/:sub", endpoint{access: anyRole, fn: getSystemNames})
 	a.handleOp(http.MethodPost, "/system/setConfig", "configwrite", endpoint{access: adminRole, fn: postSetConfig})
 	a.handleOp(http.MethodPost, "/system/setDefault", "configwrite", endpoint{access: adminRole, fn: postSetDefault})
 	a.handleOp(http.MethodDelete, "/system/:key", "configdelete", endpoint{access: adminRole, fn: deleteSystem})

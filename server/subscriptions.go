@@ -69,6 +69,10 @@ func subscriptionStatusJSON(st authsrv.SubscriptionStatus) []map[string]any {
 		if e.Warning != "" {
 			m["warning"] = e.Warning
 		}
+		if !e.LastSeen.IsZero() {
+			m["in_use"] = true
+			m["last_seen"] = e.LastSeen.UTC().Format(http.TimeFormat)
+		}
 		if i == 0 {
 			m["is_server"] = true
 			m["in_use"] = true

@@ -3,6 +3,8 @@ package server
 import (
 	"strings"
 
+	"github.com/authsrv/authsrv/apierr"
+
 	"github.com/authsrv/authsrv/sysconfig"
 )
 
@@ -143,4 +145,34 @@ func deleteSystem(c *call) (answer, error) {
 		return answer{value: true}, nil
 	}
 	return answer{value: 0}, nil
+}
+
+// getSystemNames is GET /system/names/{caconnector|radius}: the CA
+// connectors (without their configuration) or the RADIUS server
+// identifiers, for whoever may enroll certificate or RADIUS tokens.
+func getSystemNames(c *call) (answer, error) {
+	key, _ := c.p.str("key")
+	sub, _ := c.p.str("sub")
+	switch {
+	case key == "names" && sub == "caconnector":
+		list, err := c.a.s.Ops().CAConnectorsForEnrollment(c.ctx, c.caller())
+		c.ran()
+		if err != nil {
+			return answer{}, err
+		}
+		out := make([]any, 0, len(list))
+		for _, d := range list {
+			templates := map[string]any{}
+			for n, t := range d.Templates {
+				templates[n] = t.JSON()
+			}
+			out = append(out, map[string]any{"connectorname": d.Name, "type": d.Type, "templates": templates})
+		}
+		return answer{value: out}, nil
+	case key == "names" && sub == "radius":
+		names, err := c.a.s.Ops().RadiusServerNames(c.ctx, c.caller())
+		c.ran()
+		return answer{value: names}, err
+	}
+	return answer{}, apierr.New(apierr.ResourceNotFound, "The requested URL was not found on the server.")
 }

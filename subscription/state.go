@@ -78,6 +78,40 @@ type Status struct {
 	// Warning says what an operator should do when State is Expired or
 	// Exceeded; "" otherwise. Neither state stops authentication.
 	Warning string
+	// LastSeen is when a client of this application last authenticated
+	// a user here (zero: never, or not known).
+	LastSeen time.Time
+}
+
+// pluginAgents maps the product name of a client's User-Agent (the part
+// before the first "/", lower case) to the dashboard plugin it belongs
+// to.
+var pluginAgents = map[string]string{
+	"freeradius":             "privacyidea-radius",
+	"pam":                    "privacyidea-pam",
+	"privacyidea-pam":        "privacyidea-pam",
+	"pam-passkey":            "pam-passkey",
+	"privacyidea-cp":         "privacyidea-cp",
+	"privacyidea-keycloak":   "privacyidea-keycloak",
+	"privacyidea-adfs":       "privacyidea-adfs",
+	"privacyidea-shibboleth": "privacyidea-shibboleth",
+}
+
+// PluginOf returns the dashboard plugin a client with User-Agent ua
+// belongs to ("" for none).
+func PluginOf(ua string) string {
+	name, _, _ := strings.Cut(ua, "/")
+	return pluginAgents[strings.ToLower(strings.TrimSpace(name))]
+}
+
+// Seen sets LastSeen of the plugin entries from seen (plugin name to the
+// newest time one of its clients was seen).
+func Seen(entries []Status, seen map[string]time.Time) {
+	for i := range entries {
+		if t, ok := seen[entries[i].Application]; ok {
+			entries[i].LastSeen = t
+		}
+	}
 }
 
 // floorDays is d in whole days, rounded down (as Python's timedelta.days).

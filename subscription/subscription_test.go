@@ -301,3 +301,14 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestPluginOf(t *testing.T) {
+	for ua, want := range map[string]string{
+		"FreeRADIUS": "privacyidea-radius", "PAM/1.1.0": "privacyidea-pam", "pam-passkey/1.0.0 ComputerName/x": "pam-passkey",
+		"privacyidea-cp/3.6": "privacyidea-cp", "privacyIDEA-Keycloak/1.5": "privacyidea-keycloak", "curl/8.0": "", "": "",
+	} {
+		if got := subscription.PluginOf(ua); got != want {
+			t.Errorf("PluginOf(%q) = %q, want %q", ua, got, want)
+		}
+	}
+}
