@@ -128,7 +128,12 @@ func validateSAMLCheck(c *call) (answer, error) {
 		return ans, nil
 	}
 	attrs := map[string]any{}
-	if res.Value && res.User.UID != "" {
+	// The system settings ReturnSamlAttributes (default on) and
+	// ReturnSamlAttributesOnFail (default off) decide whether the
+	// attributes are sent.
+	set := c.a.s.Tokens().Settings()
+	send := set.Value("ReturnSamlAttributes") == "" || isTrueText(set.Value("ReturnSamlAttributes"))
+	if send && (res.Value || isTrueText(set.Value("ReturnSamlAttributesOnFail"))) && res.User.UID != "" {
 		attrs["username"], attrs["realm"], attrs["resolver"] = res.User.Login, res.User.Realm, res.User.Resolver
 		if in, err := c.a.s.Resolvers().Instance(c.ctx, res.User.Resolver); err == nil {
 			if info, err := in.User(c.ctx, res.User.UID); err == nil {
@@ -217,4 +222,13 @@ func validatePoll(c *call) (answer, error) {
 		return answer{}, err
 	}
 	return answer{value: res.Value, detail: map[string]any{"challenge_status": res.ChallengeStatus}, auth: true}, nil
+}
+
+// isTrueText is privacyIDEA's is_true for a stored setting.
+func isTrueText(v string) bool {
+	switch v {
+	case "1", "true", "True", "TRUE":
+		return true
+	}
+	return false
 }

@@ -85,7 +85,7 @@ var builtin = []Key{
 	{Name: "DefaultMaxFailCount", Kind: Int, Min: 1, Max: 1000000, Default: "10",
 		Desc: "Maximum failed authentications of newly enrolled tokens before they are blocked."},
 	{Name: "DefaultResetFailCount", Kind: Bool, Default: "False",
-		Desc: "Reset the fail counter when a token's OTP counter advances."},
+		Desc: "Kept for privacyIDEA's setDefault; a successful authentication resets the fail counter whatever its value, as in privacyIDEA."},
 	{Name: "failcounter_clear_timeout", Kind: Int, Min: 0, Max: 525600, Unit: "minutes", Default: "0",
 		Desc: "Minutes after which a token blocked by its fail counter may try again (0: never)."},
 	{Name: "DefaultChallengeValidityTime", Kind: Int, Min: 1, Max: 604800, Unit: "seconds", Default: "120",

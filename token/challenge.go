@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/authsrv/authsrv/store"
 )
@@ -87,7 +90,7 @@ func (s *Service) createChallenge(ctx context.Context, t *Token, txid, state, se
 		res = &ChallengeResult{Message: "please enter otp: ", ClientMode: "interactive"}
 	}
 	if res.Validity <= 0 {
-		res.Validity = s.settings().ChallengeValidity
+		res.Validity = s.challengeValidity(t.Type)
 	}
 	if res.ClientMode == "" {
 		res.ClientMode = "interactive"
@@ -252,4 +255,20 @@ func deleteChallengesTx(tx store.Tx, prefix []byte, drop func(k, v []byte) bool)
 func deleteChallengesOf(tx store.Tx, serial string) error {
 	_, err := deleteChallengesTx(tx, nil, func(k, _ []byte) bool { return strings.HasSuffix(string(k), "\x00"+serial) })
 	return err
+}
+
+// challengeValidity is how long a challenge of a token of type typ is
+// valid: the system setting "<Type>ChallengeValidityTime" (seconds; the
+// type's name with a capital first letter, e.g. HotpChallengeValidityTime)
+// when set, else DefaultChallengeValidityTime.
+func (s *Service) challengeValidity(typ string) time.Duration {
+	set := s.settings()
+	name := strings.ToLower(typ)
+	if r, n := utf8.DecodeRuneInString(name); n > 0 {
+		name = string(unicode.ToUpper(r)) + name[n:]
+	}
+	if v, err := strconv.Atoi(set.Value(name + "ChallengeValidityTime")); err == nil && v > 0 {
+		return time.Duration(v) * time.Second
+	}
+	return set.ChallengeValidity
 }

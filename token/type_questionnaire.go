@@ -53,10 +53,17 @@ func (Questionnaire) Enroll(ctx context.Context, e *Enroll) error {
 	if raw == "" {
 		return apierr.MissingParameter("questions")
 	}
-	need, err := intParam(p, "question.num_answers", 1, 1, maxQuestions)
+	// The system setting question.num_answers is the least number of
+	// answers; the request may ask for more, never for fewer.
+	least, err := intParam(Params{"question.num_answers": e.Service.settings().Value("question.num_answers")}, "question.num_answers", 1, 1, maxQuestions)
 	if err != nil {
 		return err
 	}
+	need, err := intParam(p, "question.num_answers", least, 1, maxQuestions)
+	if err != nil {
+		return err
+	}
+	need = max(need, least)
 	var qa map[string]string
 	if err := json.Unmarshal([]byte(raw), &qa); err != nil {
 		return paramErr("questions must be a JSON object mapping each question to its answer")
