@@ -408,6 +408,27 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 }
 
+// every runs fn every d (first after d, or at once when now is set)
+// until ctx ends or the server closes: the loop of the background tasks
+// that Run starts.
+func (s *Server) every(ctx context.Context, d time.Duration, now bool, fn func(ctx context.Context)) {
+	tick := time.NewTicker(d)
+	defer tick.Stop()
+	if now {
+		fn(ctx)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.done:
+			return
+		case <-tick.C:
+			fn(ctx)
+		}
+	}
+}
+
 // Notify manages SMTP servers, SMS gateways and RADIUS servers and sends
 // through them.
 func (s *Server) Notify() *notify.Service { return s.notify }

@@ -72,18 +72,7 @@ func (s *Server) recordClient(who caller.Caller) {
 // monitoring.ClientFlushInterval until ctx ends or the server closes
 // (Close writes the rest).
 func (s *Server) runClientApps(ctx context.Context) {
-	tick := time.NewTicker(monitoring.ClientFlushInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.done:
-			return
-		case <-tick.C:
-			s.flushClientApps(ctx)
-		}
-	}
+	s.every(ctx, monitoring.ClientFlushInterval, false, s.flushClientApps)
 }
 
 // flushClientApps writes the client applications that changed.

@@ -176,17 +176,8 @@ func (s *Server) runStats(ctx context.Context) {
 		return
 	}
 	lg := s.cfg.log.With().Str("component", "monitoring").Logger()
-	tick := time.NewTicker(every)
-	defer tick.Stop()
 	var pruned time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.done:
-			return
-		case <-tick.C:
-		}
+	s.every(ctx, every, false, func(ctx context.Context) {
 		if _, err := s.recordStats(ctx, every/2); err != nil && ctx.Err() == nil {
 			lg.Error().Err(err).Msg("recording the statistics failed")
 		}
@@ -198,5 +189,5 @@ func (s *Server) runStats(ctx context.Context) {
 				lg.Info().Int("removed", n).Msg("statistics retention")
 			}
 		}
-	}
+	})
 }

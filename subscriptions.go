@@ -126,16 +126,5 @@ func (s *Server) checkSubscriptions(ctx context.Context) {
 // runSubscriptionCheck runs checkSubscriptions at once and then every
 // subscriptionCheckEvery, until ctx ends or the server closes.
 func (s *Server) runSubscriptionCheck(ctx context.Context) {
-	tick := time.NewTicker(subscriptionCheckEvery)
-	defer tick.Stop()
-	for {
-		s.checkSubscriptions(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.done:
-			return
-		case <-tick.C:
-		}
-	}
+	s.every(ctx, subscriptionCheckEvery, true, s.checkSubscriptions)
 }

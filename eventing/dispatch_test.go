@@ -208,7 +208,8 @@ func TestDefinitionsFromAnotherWriter(t *testing.T) {
 	}
 	// Within the recheck bound the old set may still be used; past it,
 	// not.
-	e.svc.snap.Load().checked.Store(0)
+	e.svc.snap.SetRecheck(time.Nanosecond)
+	time.Sleep(time.Millisecond)
 	if e.svc.Wants(ctx, "ev") {
 		t.Error("a definition deleted by another writer still runs")
 	}

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/store"
@@ -38,10 +36,10 @@ type Service struct {
 	order   []string
 
 	// snap is the compiled set of active definitions of one
-	// configuration revision; minRev is the revision of the last change
-	// made through this Service (older snapshots are stale).
-	snap   atomic.Pointer[snapshot]
-	minRev atomic.Uint64
+	// configuration revision: a change made through this Service takes
+	// effect at once, one made by another process sharing the store (a
+	// second node) within a second.
+	snap store.RevSnapshot[*snapshot]
 
 	counters counterStore
 	hooks    hookQueue
@@ -49,10 +47,7 @@ type Service struct {
 
 // snapshot is the active definitions of one revision, by event name.
 type snapshot struct {
-	rev     uint64
 	byEvent map[string][]Definition
-	// checked is when the revision was last compared (unix ns).
-	checked atomic.Int64
 }
 
 // New returns the service. Register the modules before use.
@@ -302,51 +297,14 @@ func ParseID(s string) (int, error) {
 	return id, nil
 }
 
-// recheck bounds how long the compiled definitions are used without
-// looking at the store's configuration revision: a change made through
-// this Service takes effect at once (it drops them); one made by another
-// process sharing the store (a second node) within this bound.
-const recheck = time.Second
-
 // current returns the compiled definitions.
 func (s *Service) current(ctx context.Context) (*snapshot, error) {
-	sn := s.snap.Load()
-	now := time.Now()
-	if sn != nil && sn.rev < s.minRev.Load() {
-		sn = nil
-	}
-	if sn != nil {
-		if rev, pinned := store.RevisionFrom(ctx); pinned && rev == sn.rev {
-			return sn, nil
-		}
-		if now.UnixNano()-sn.checked.Load() < int64(recheck) {
-			return sn, nil
-		}
-	}
-	var rev uint64
-	if err := s.cfg.Store.View(ctx, func(tx store.Tx) error { rev = store.ConfigRevision(tx); return nil }); err != nil {
-		return nil, err
-	}
-	if sn != nil && sn.rev == rev {
-		sn.checked.Store(now.UnixNano())
-		return sn, nil
-	}
-	return s.compile(ctx)
+	return s.snap.Get(ctx, s.cfg.Store, s.compile)
 }
 
 // changed notes a change of the definitions committed at revision rev:
 // compiled definitions older than it are no longer used.
-func (s *Service) changed(rev uint64) {
-	for {
-		old := s.minRev.Load()
-		if rev <= old || s.minRev.CompareAndSwap(old, rev) {
-			break
-		}
-	}
-	if sn := s.snap.Load(); sn != nil && sn.rev < rev {
-		s.snap.CompareAndSwap(sn, nil)
-	}
-}
+func (s *Service) changed(rev uint64) { s.snap.Changed(rev) }
 
 // active returns the active definitions of event at position, in
 // execution order.
@@ -364,27 +322,22 @@ func (s *Service) active(ctx context.Context, event, position string) ([]Definit
 	return out, nil
 }
 
-// compile reads every definition at one revision and keeps the active
-// ones by event, ordered by ordering and then id (storage order).
-func (s *Service) compile(ctx context.Context) (*snapshot, error) {
+// compile reads every definition in tx and keeps the active ones by
+// event, ordered by ordering and then id (storage order).
+func (s *Service) compile(tx store.Tx) (*snapshot, error) {
 	sn := &snapshot{byEvent: map[string][]Definition{}}
-	sn.checked.Store(time.Now().UnixNano())
-	err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
-		sn.rev = store.ConfigRevision(tx)
-		clear(sn.byEvent)
-		return tx.Bucket(bucket).ForEach(nil, func(_, v []byte) error {
-			d, err := decode(v)
-			if err != nil {
-				return err
-			}
-			if !d.Active {
-				return nil
-			}
-			for _, e := range d.Events {
-				sn.byEvent[e] = append(sn.byEvent[e], d)
-			}
+	err := tx.Bucket(bucket).ForEach(nil, func(_, v []byte) error {
+		d, err := decode(v)
+		if err != nil {
+			return err
+		}
+		if !d.Active {
 			return nil
-		})
+		}
+		for _, e := range d.Events {
+			sn.byEvent[e] = append(sn.byEvent[e], d)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -394,15 +347,7 @@ func (s *Service) compile(ctx context.Context) (*snapshot, error) {
 			return cmp.Or(cmp.Compare(a.Ordering, b.Ordering), cmp.Compare(a.ID, b.ID))
 		})
 	}
-	for {
-		old := s.snap.Load()
-		if (old != nil && old.rev > sn.rev) || sn.rev < s.minRev.Load() {
-			return sn, nil
-		}
-		if s.snap.CompareAndSwap(old, sn) {
-			return sn, nil
-		}
-	}
+	return sn, nil
 }
 
 // Wants reports whether any active definition runs for event (at either

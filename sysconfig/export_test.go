@@ -1,9 +1,10 @@
 package sysconfig
 
-// Age makes the snapshot in use due for a revision check, as if a second
-// had passed.
+import "time"
+
+// Age makes the snapshot in use due for a revision check at every use
+// from now on, as if the recheck bound had passed.
 func (s *Service) Age() {
-	if sn := s.snap.Load(); sn != nil {
-		sn.checked.Store(0)
-	}
+	s.snap.SetRecheck(time.Nanosecond)
+	time.Sleep(time.Millisecond)
 }

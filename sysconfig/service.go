@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -23,12 +21,6 @@ const bucket = "sysconfig"
 
 // schema is the version of the stored records.
 const schema = 1
-
-// recheck bounds how long a snapshot is used without looking at the
-// store's configuration revision: a change made through this Service
-// takes effect at once; one made by another process sharing the store
-// within this bound.
-const recheck = time.Second
 
 // record is one stored setting.
 type record struct {
@@ -88,8 +80,6 @@ type Snapshot struct {
 	values  map[string]string
 	stored  map[string]record
 	derived any
-	// checked is when the revision was last compared (unix ns).
-	checked atomic.Int64
 }
 
 // Revision is the configuration revision the snapshot was read at.
@@ -125,10 +115,10 @@ type Service struct {
 	cfg      Config
 	keys     map[string]Key
 	defaults map[string]string
-	// snap is the snapshot in use; minRev the revision of the last
-	// change made through this Service (older snapshots are stale).
-	snap   atomic.Pointer[Snapshot]
-	minRev atomic.Uint64
+	// snap is the snapshot in use: a change made through this Service
+	// takes effect at once, one made by another process sharing the
+	// store (a second node) within a second.
+	snap store.RevSnapshot[*Snapshot]
 }
 
 // New returns the service. It reads nothing yet.
@@ -185,16 +175,15 @@ func unknown(name string) error {
 // load and a time check) and never fails: when the store cannot be read
 // it keeps the last snapshot (or the defaults) and logs why.
 func (s *Service) Current() *Snapshot {
-	if sn := s.snap.Load(); sn != nil && sn.rev >= s.minRev.Load() &&
-		time.Now().UnixNano()-sn.checked.Load() < int64(recheck) {
+	if sn, ok := s.snap.Fresh(); ok {
 		return sn
 	}
 	sn, err := s.current(context.Background())
 	if err != nil {
 		s.cfg.Log.Error().Err(err).Str("component", "sysconfig").Msg("reading the system configuration failed; using the last known settings")
-		if old := s.snap.Load(); old != nil {
-			// Try again (and log again) after recheck, not at every use.
-			old.checked.Store(time.Now().UnixNano())
+		// Try again (and log again) after the recheck bound, not at
+		// every use.
+		if old, ok := s.snap.Last(); ok {
 			return old
 		}
 		return s.build(0, nil)
@@ -207,62 +196,26 @@ func (s *Service) Current() *Snapshot {
 func (s *Service) Snapshot(ctx context.Context) (*Snapshot, error) { return s.current(ctx) }
 
 func (s *Service) current(ctx context.Context) (*Snapshot, error) {
-	sn := s.snap.Load()
-	now := time.Now()
-	if sn != nil && sn.rev < s.minRev.Load() {
-		sn = nil
-	}
-	if sn != nil {
-		if rev, pinned := store.RevisionFrom(ctx); pinned && rev == sn.rev {
-			return sn, nil
-		}
-		if now.UnixNano()-sn.checked.Load() < int64(recheck) {
-			return sn, nil
-		}
-	}
-	var rev uint64
-	if err := s.cfg.Store.View(ctx, func(tx store.Tx) error { rev = store.ConfigRevision(tx); return nil }); err != nil {
-		return nil, err
-	}
-	if sn != nil && sn.rev == rev {
-		sn.checked.Store(now.UnixNano())
-		return sn, nil
-	}
-	return s.compile(ctx)
+	return s.snap.Get(ctx, s.cfg.Store, s.compile)
 }
 
-// compile reads the stored settings at one revision and installs the
-// snapshot unless a newer one is in place.
-func (s *Service) compile(ctx context.Context) (*Snapshot, error) {
-	var rev uint64
+// compile reads the stored settings in tx.
+func (s *Service) compile(tx store.Tx) (*Snapshot, error) {
 	stored := map[string]record{}
-	err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
-		rev = store.ConfigRevision(tx)
-		clear(stored)
-		return tx.Bucket(bucket).ForEach(nil, func(k, v []byte) error {
-			var rec record
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("sysconfig: decode %s: %w", k, err)
-			}
-			if _, known := s.keys[rec.Key]; known {
-				stored[rec.Key] = rec
-			}
-			return nil
-		})
+	err := tx.Bucket(bucket).ForEach(nil, func(k, v []byte) error {
+		var rec record
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("sysconfig: decode %s: %w", k, err)
+		}
+		if _, known := s.keys[rec.Key]; known {
+			stored[rec.Key] = rec
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	sn := s.build(rev, stored)
-	for {
-		old := s.snap.Load()
-		if (old != nil && old.rev > sn.rev) || sn.rev < s.minRev.Load() {
-			return sn, nil
-		}
-		if s.snap.CompareAndSwap(old, sn) {
-			return sn, nil
-		}
-	}
+	return s.build(store.ConfigRevision(tx), stored), nil
 }
 
 // build makes the snapshot of stored at rev.
@@ -274,23 +227,12 @@ func (s *Service) build(rev uint64, stored map[string]record) *Snapshot {
 	if s.cfg.Derive != nil {
 		sn.derived = s.cfg.Derive(sn)
 	}
-	sn.checked.Store(time.Now().UnixNano())
 	return sn
 }
 
 // changed notes a change committed at revision rev: older snapshots are
 // no longer used.
-func (s *Service) changed(rev uint64) {
-	for {
-		old := s.minRev.Load()
-		if rev <= old || s.minRev.CompareAndSwap(old, rev) {
-			break
-		}
-	}
-	if sn := s.snap.Load(); sn != nil && sn.rev < rev {
-		s.snap.CompareAndSwap(sn, nil)
-	}
-}
+func (s *Service) changed(rev uint64) { s.snap.Changed(rev) }
 
 // List returns the settings ordered by name: every known one (Optional
 // ones only when stored); publicOnly keeps those users may read.
