@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -35,15 +36,17 @@ func enrolledOTPLen(t *testing.T, e *env, tok, serial string) any {
 	t.Helper()
 	r := e.admin(t, tok, "POST", "/token/init", form("type", "hotp", "genkey", "1", "serial", serial))
 	wantOK(t, r)
-	if u, _ := at(r.json, "detail.googleurl.value").(string); u != "" && !strings.Contains(u, "digits=") {
-		t.Errorf("otpauth URL without digits: %s", u)
-	}
 	list := wantOK(t, e.admin(t, tok, "GET", "/token/?serial="+serial, ""))
 	toks, _ := at(list, "tokens").([]any)
 	if len(toks) != 1 {
 		t.Fatalf("token list: %v", list)
 	}
-	return toks[0].(map[string]any)["otplen"]
+	n := toks[0].(map[string]any)["otplen"]
+	// The QR code the user scans has the token's length.
+	if u, _ := at(r.json, "detail.googleurl.value").(string); !strings.Contains(u, fmt.Sprintf("&digits=%v&", n)) {
+		t.Errorf("otpauth URL %s does not have the token's %v digits", u, n)
+	}
+	return n
 }
 
 // TestSystemSetConfigOTPLen is the "done when": DefaultOtpLen=8

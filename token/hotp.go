@@ -187,9 +187,9 @@ func addURLs(e *Enroll, key []byte, typ string, period int) error {
 	if issuer == "" {
 		issuer = "privacyIDEA"
 	}
-	digits, _ := strconv.Atoi(p.Str("otplen"))
+	// The token's length: the otplen parameter or DefaultOtpLen.
 	up := otp.URLParams{Type: typ, Label: e.Label(label), Issuer: e.Label(issuer), Serial: e.Token.Serial,
-		Key: key, Digits: digits, Hash: e.Token.Hash(), Period: period}
+		Key: key, Digits: e.Token.OTPLen, Hash: e.Token.Hash(), Period: period}
 	for _, k := range []string{"2step_salt", "2step_output", "2step_difficulty"} {
 		if v, ok := e.Detail[k]; ok {
 			up.Extras = append(up.Extras, otp.Param{Name: k, Value: toString(v)})
