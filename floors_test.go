@@ -25,6 +25,7 @@ var floors = map[string]float64{
 	"cmd/authbench":      7,
 	"examples/*":         7,
 	"server":             6,
+	"radius":             6, // the RADIUS listener: beside server, a caller of the library
 	"":                   5, // the root package authsrv
 	"validate":           4,
 	"machine":            4,

@@ -362,6 +362,8 @@ func (e *env) serve(args []string) error {
 	resident.register(fs)
 	var floor heapFloor
 	floor.register(fs)
+	var radiusOpts radiusFlags
+	radiusOpts.register(fs)
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, "the Go collector's GOGC: how far the heap grows past the live data before a collection (-1: off); GOGC in the environment wins over this default")
 	if err := e.parse(fs, args); err != nil {
 		return err
@@ -393,6 +395,10 @@ func (e *env) serve(args []string) error {
 		return fmt.Errorf("-auto-resync-timeout %s: want more than 0", *autoResyncTimeout)
 	}
 	if err := c.checkRoots(); err != nil {
+		return err
+	}
+	radiusCfg, err := radiusOpts.config(log)
+	if err != nil {
 		return err
 	}
 	opts, err := c.options(log)
@@ -464,6 +470,14 @@ func (e *env) serve(args []string) error {
 		}
 	}()
 	go func() { errc <- s.Run(ctx) }()
+	radiusLn, err := radiusOpts.start(ctx, radiusCfg, s.Validator())
+	if err != nil {
+		return err
+	}
+	if radiusLn != nil {
+		log.Info().Str("radius_listen", radiusLn.addr()).Int("radius_clients", len(radiusCfg.Clients)).Msg("serving RADIUS")
+		fmt.Fprintf(e.stdout, "authsrv RADIUS on udp %s\n", radiusLn.addr())
+	}
 	if prom != nil {
 		if err := prom.serve(s, log); err != nil {
 			return err
@@ -491,6 +505,10 @@ func (e *env) serve(args []string) error {
 		prom.close(sctx)
 	}
 	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	stop() // ends RADIUS's reading when the HTTP server stopped first
+	if err := radiusLn.wait(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return s.Close()
