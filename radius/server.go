@@ -255,8 +255,12 @@ func (s *Server) Serve(ctx context.Context, conn net.PacketConn) error {
 		s.handlers.Add(1)
 		go func() {
 			defer s.handlers.Done()
-			defer s.release(c)
-			if out := s.handle(work, c, src, pkt); out != nil {
+			out := s.handle(work, c, src, pkt)
+			// The slot is free before the answer leaves: a NAS with
+			// MaxPerClient requests outstanding sends its next one as
+			// soon as it has an answer.
+			s.release(c)
+			if out != nil {
 				if _, werr := conn.WriteTo(out, from); werr != nil {
 					s.log.Warn().Err(werr).Str("nas", src.Addr().String()).Msg("answer not sent")
 				}

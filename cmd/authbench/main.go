@@ -86,6 +86,9 @@ catalogue against a server it starts itself ("authbench catalogue -h");
 "authbench scale -sizes 1k,100k,1M -out FILE.md" the scale benchmark.
 "authbench ratio -server PATH" compares /validate/check with a bare Go
 handler ("authbench bare") under the same load ("authbench ratio -h").
+"authbench radius" sends RADIUS Access-Requests; "authbench radius
+-compare -server PATH" measures the built-in RADIUS server against
+FreeRADIUS + rlm_perl + HTTP in one run ("authbench radius -h").
 
 flags:
 `
@@ -310,6 +313,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	if len(args) > 0 && args[0] == "scale" {
 		return runScale(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "radius" {
+		return runRadius(ctx, args[1:], stdout, stderr, getenv)
 	}
 	cfg, err := parseFlags(args, stderr, getenv)
 	if errors.Is(err, flag.ErrHelp) {
