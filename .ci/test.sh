@@ -8,8 +8,10 @@ cd "$(dirname "$0")/.."
 
 # Debian packages that tests start as real services on loopback:
 # OpenLDAP for the LDAP resolver, PostgreSQL for the SQL resolver,
-# FreeRADIUS for the RADIUS client, OpenSSH's sshd for the ssh-keys command.
-packages=(slapd ldap-utils postgresql openssl freeradius freeradius-utils openssh-server)
+# FreeRADIUS for the RADIUS client, OpenSSH's sshd for the ssh-keys command,
+# systemd for systemd-analyze verify of the service unit, curl for the
+# README's walkthrough.
+packages=(slapd ldap-utils postgresql openssl freeradius freeradius-utils openssh-server systemd curl)
 
 missing=()
 for p in "${packages[@]}"; do

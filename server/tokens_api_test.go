@@ -57,7 +57,7 @@ func TestTokenLifecycleAPI(t *testing.T) {
 	if wantOK(t, r) != true || at(r.json, "detail.serial") != "OATH0001A1B2" || at(r.json, "detail.rollout_state") != "enrolled" {
 		t.Fatalf("init: %s", r.body)
 	}
-	if g := at(r.json, "detail.googleurl.value"); g != "otpauth://hotp/OATH0001A1B2?secret=GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ&counter=1&digits=6&creator=privacyidea&issuer=privacyIDEA&serial=OATH0001A1B2" {
+	if g := at(r.json, "detail.googleurl.value"); g != "otpauth://hotp/OATH0001A1B2?secret=GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ&counter=1&digits=6&creator=privacyidea&issuer=authsrv&serial=OATH0001A1B2" {
 		t.Errorf("googleurl %v", g)
 	}
 	if v := at(r.json, "detail.otpkey.value"); v != "seed://"+rfcKeyHex || at(r.json, "detail.otpkey.value_b32") != "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ" {
@@ -176,7 +176,7 @@ func TestTOTPEnrollQRCode(t *testing.T) {
 	wantOK(t, r)
 	url, _ := at(r.json, "detail.googleurl.value").(string)
 	serial, _ := at(r.json, "detail.serial").(string)
-	if !strings.HasPrefix(url, "otpauth://totp/"+serial+"?secret=") || !strings.Contains(url, "&algorithm=SHA256&period=60&digits=8&creator=privacyidea&issuer=privacyIDEA&serial="+serial) {
+	if !strings.HasPrefix(url, "otpauth://totp/"+serial+"?secret=") || !strings.Contains(url, "&algorithm=SHA256&period=60&digits=8&creator=privacyidea&issuer=authsrv&serial="+serial) {
 		t.Fatalf("googleurl %q", url)
 	}
 	img, _ := at(r.json, "detail.googleurl.img").(string)

@@ -25,7 +25,7 @@ func TestHOTPKnownAnswersInOrderAndReplay(t *testing.T) {
 		t.Fatalf("defaults: %+v", tok)
 	}
 	g := detail["googleurl"].(map[string]any)["value"]
-	if g != "otpauth://hotp/OATH0001?secret=GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ&counter=1&digits=6&creator=privacyidea&issuer=privacyIDEA&serial=OATH0001" {
+	if g != "otpauth://hotp/OATH0001?secret=GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ&counter=1&digits=6&creator=privacyidea&issuer=authsrv&serial=OATH0001" {
 		t.Fatalf("googleurl = %v", g)
 	}
 	if v := detail["otpkey"].(map[string]any)["value"]; v != "seed://"+rfcKey {
@@ -123,7 +123,7 @@ func TestTOTPWindowShiftAndLastUsed(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	_, detail := e.initToken(t, "totp", "TS", token.Params{"otpkey": rfcKey, "otplen": "8", "timeStep": "30"})
-	if g := detail["googleurl"].(map[string]any)["value"]; g != "otpauth://totp/TS?secret=GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ&period=30&digits=8&creator=privacyidea&issuer=privacyIDEA&serial=TS" {
+	if g := detail["googleurl"].(map[string]any)["value"]; g != "otpauth://totp/TS?secret=GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ&period=30&digits=8&creator=privacyidea&issuer=authsrv&serial=TS" {
 		t.Fatalf("googleurl %v", g)
 	}
 	if o := detail["oathurl"].(map[string]any)["value"]; o != "oathtoken:///addToken?name=TS&lockdown=true&key="+rfcKey+"&timeBased=true" {

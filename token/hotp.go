@@ -176,6 +176,11 @@ func (e *Enroll) Label(tmpl string) string {
 	return r.Replace(tmpl)
 }
 
+// DefaultIssuer is the issuer of the otpauth URL (the name an
+// authenticator app shows above the code) when neither the tokenissuer
+// parameter nor the tokenissuer enrollment policy gives one.
+const DefaultIssuer = "authsrv"
+
 // addURLs adds googleurl and oathurl to the detail.
 func addURLs(e *Enroll, key []byte, typ string, period int) error {
 	p := e.Params
@@ -185,7 +190,7 @@ func addURLs(e *Enroll, key []byte, typ string, period int) error {
 	}
 	issuer := p.Str("tokenissuer")
 	if issuer == "" {
-		issuer = "privacyIDEA"
+		issuer = DefaultIssuer
 	}
 	// The token's length: the otplen parameter or DefaultOtpLen.
 	up := otp.URLParams{Type: typ, Label: e.Label(label), Issuer: e.Label(issuer), Serial: e.Token.Serial,

@@ -105,7 +105,7 @@ func TestEnrollViaMultichallengeHOTP(t *testing.T) {
 	// The link is the one /token/init gives for this key.
 	key := seed(t, link)
 	b32 := otp.FormatBase32(key)
-	if want := "otpauth://hotp/" + serial + "?secret=" + b32 + "&counter=1&digits=6&creator=privacyidea&issuer=privacyIDEA&serial=" + serial; link != want {
+	if want := "otpauth://hotp/" + serial + "?secret=" + b32 + "&counter=1&digits=6&creator=privacyidea&issuer=authsrv&serial=" + serial; link != want {
 		t.Errorf("link %q, want %q", link, want)
 	}
 	otpAt := func(c uint64) string { return otp.HOTP(key, c, 6, otp.SHA1) }

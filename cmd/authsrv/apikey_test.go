@@ -69,8 +69,13 @@ func TestAPIKeyCreateTokenDirect(t *testing.T) {
 	env := map[string]string{"AUTHSRV_DATA_DIR": dir, "AUTHSRV_LOG_LEVEL": "disabled"}
 
 	// No data directory yet: no key is made up.
-	if code, _, errs := cli(t, env, "", "api", "createtoken"); code != 1 || !strings.Contains(errs, "no JWT key") {
+	if code, _, errs := cli(t, env, "", "api", "createtoken"); code != 1 || !strings.Contains(errs, dir+" does not exist") {
 		t.Fatalf("without a data directory: %d %q", code, errs)
+	}
+	// An empty one holds no JWT key either.
+	mkdirData(t, dir)
+	if code, _, errs := cli(t, env, "", "api", "createtoken"); code != 1 || !strings.Contains(errs, "no JWT key") {
+		t.Fatalf("in an empty data directory: %d %q", code, errs)
 	}
 	for _, args := range [][]string{{"api"}, {"api", "createtoken", "extra"}, {"api", "frobnicate"}} {
 		if code, out, _ := cli(t, env, "", args...); code == 0 || out != "" {
@@ -171,7 +176,7 @@ func TestAPIKeyCreateTokenWhileServing(t *testing.T) {
 		t.Errorf("with the key: %d %v", st, code)
 	}
 	// A key of another data directory is no key here.
-	other := shortDir(t)
+	other := mkdirData(t, shortDir(t))
 	oenv := map[string]string{"AUTHSRV_DATA_DIR": other, "AUTHSRV_LOG_LEVEL": "disabled"}
 	cli(t, oenv, "pw\n", "admin", "add", "x")
 	if st, code := checkStatus(t, do, createToken(t, oenv)); st != 403 || code != 303 {

@@ -29,6 +29,9 @@ func (e *env) compact(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	if err := c.requireDataDir(false); err != nil {
+		return err
+	}
 	seed, err := os.ReadFile(filepath.Join(c.dataDir, authsrv.AuditKeyFile))
 	if err != nil {
 		return fmt.Errorf("the audit key: %w", err)

@@ -30,6 +30,9 @@ func (e *env) jwtCmd(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	if err := c.requireDataDir(false); err != nil {
+		return err
+	}
 	// A directory without keys is no server's yet: rotating would make one.
 	if !hasJWTKey(c.dataDir) {
 		return fmt.Errorf("no JWT key in %s (start the server once to create it)", c.dataDir)

@@ -90,11 +90,15 @@ func TestJWTRotateStopped(t *testing.T) {
 			t.Errorf("%v: %d %q", args, code, out)
 		}
 	}
-	if code, _, errs := cli(t, env, "", "jwt", "rotate"); code != 1 || !strings.Contains(errs, "no JWT key") {
+	if code, _, errs := cli(t, env, "", "jwt", "rotate"); code != 1 || !strings.Contains(errs, dir+" does not exist") {
 		t.Errorf("rotate without a data directory: %d %q", code, errs)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("rotate made a data directory: %v", err)
+	}
+	mkdirData(t, dir)
+	if code, _, errs := cli(t, env, "", "jwt", "rotate"); code != 1 || !strings.Contains(errs, "no JWT key") {
+		t.Errorf("rotate in an empty data directory: %d %q", code, errs)
 	}
 	if code, _, errs := cli(t, env, "pw-one\n", "admin", "add", "alice"); code != 0 {
 		t.Fatalf("admin add: %d %s", code, errs)

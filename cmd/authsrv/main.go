@@ -42,33 +42,6 @@ func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
 
-const usage = `usage: authsrv [command] [flags]
-
-commands:
-  serve                       run the server (the default)
-  admin add NAME              create a local administrator (password from stdin or a prompt)
-  admin list                  list the local administrators
-  admin delete NAME           delete a local administrator
-  admin passwd NAME           set a local administrator's password
-  admin disable|enable NAME   disable (its tokens stop working at once) or enable an administrator
-  jwt rotate [-drop-old]      add a new JWT signing key (the old one verifies its tokens until they
-                              expire; -drop-old: at once no more)
-  jwt list                    list the JWT keys
-  api createtoken [-validity DAYS]  print an API key (a JWT of role validate) for
-                              the api_key_required policy (default: 365 days)
-  backup [-out FILE]          write a consistent backup (works while the server runs)
-  restore [-force] [-keep-counters] FILE       restore a backup into the data directory
-  audit verify [-db FILE]     check the audit log's hash chain, signatures and checkpoints
-  compact                     shrink the store file to its data (offline: stop the server first)
-  ssh-keys [flags] UNIXUSER   print the SSH keys the server gives for UNIXUSER (OpenSSH's
-                              AuthorizedKeysCommand; see "authsrv ssh-keys -h")
-  version                     print the version
-
-Every flag can also be set as AUTHSRV_<FLAG> in the environment, with
-dashes as underscores (for example AUTHSRV_DATA_DIR); flags win.
-Run "authsrv COMMAND -h" for a command's flags.
-`
-
 // env is how the command reads the environment (injected for tests).
 type env struct {
 	ctx    context.Context
@@ -76,12 +49,15 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	// captureFlags, when set, receives the FlagSet parse is given, and
+	// parse stops (serveFlagSet: the keys of a configuration file).
+	captureFlags func(*flag.FlagSet)
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
 	cmd := "serve"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	if len(args) > 0 && (!strings.HasPrefix(args[0], "-") || isHelp(args[0])) {
 		cmd, args = args[0], args[1:]
 	}
 	var err error
@@ -104,9 +80,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = e.compact(args)
 	case "ssh-keys":
 		err = e.sshKeys(args)
+	case "config":
+		err = e.configCmd(args)
 	case "version":
 		fmt.Fprintf(stdout, "%s %s (%s)\n", authsrv.Product, authsrv.Version, runtime.Version())
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 	default:
 		fmt.Fprintf(stderr, "authsrv: unknown command %q\n\n%s", cmd, usage)
@@ -137,6 +115,7 @@ var errProblems = errors.New("problems found")
 type common struct {
 	dataDir     string
 	logLevel    string
+	logFormat   string
 	nodeName    string
 	superusers  string
 	kdfBudget   int64
@@ -210,8 +189,9 @@ func (c *common) checkRoots() error {
 func (e *env) flags(name string, c *common) *flag.FlagSet {
 	fs := flag.NewFlagSet("authsrv "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	fs.StringVar(&c.dataDir, "data-dir", "./authsrv-data", "data directory (store and keys)")
+	fs.StringVar(&c.dataDir, "data-dir", defaultDataDir(e.getenv, os.Getppid()), dataDirUsage)
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error, disabled")
+	fs.StringVar(&c.logFormat, "log-format", "json", logFormatUsage)
 	fs.StringVar(&c.nodeName, "node-name", "", "name of this node (default: the host name)")
 	fs.StringVar(&c.superusers, "superuser-realms", "", "comma separated realms whose users are administrators")
 	fs.Int64Var(&c.kdfBudget, "kdf-budget-mib", authsrv.DefaultKDFBudget>>20, "memory for concurrent PIN/password hashes, MiB")
@@ -220,12 +200,17 @@ func (e *env) flags(name string, c *common) *flag.FlagSet {
 	fs.StringVar(&c.evScripts, "event-script-dir", "", "directory of the programs the Script event handler may run (default: none)")
 	fs.StringVar(&c.spoolDir, "notification-spool-dir", "", "directory the UserNotification event handler's savefile action writes to (default: savefile disabled)")
 	fs.StringVar(&c.publicURL, "public-url", "", "the server's address as users reach it, for the {url} tag of notifications")
+	fs.String("config", "", configUsage)
 	return fs
 }
 
 // parse parses args, then fills every flag not given on the command line
-// from AUTHSRV_<FLAG>.
+// from AUTHSRV_<FLAG>, and those still unset from the -config file.
 func (e *env) parse(fs *flag.FlagSet, args []string) error {
+	if e.captureFlags != nil {
+		e.captureFlags(fs)
+		return errCaptured
+	}
 	// Flags may come before or after the positional arguments
 	// ("admin add NAME -data-dir D"); "--" ends the flags.
 	var positional []string
@@ -261,7 +246,10 @@ func (e *env) parse(fs *flag.FlagSet, args []string) error {
 			}
 		}
 	})
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return e.applyConfig(fs)
 }
 
 // defaultGCPercent is the serve command's GOGC: Go's own default, with the
@@ -287,14 +275,6 @@ func gcSetting(flagValue int, given bool, getenv func(string) string) (int, bool
 		return 0, false
 	}
 	return flagValue, true
-}
-
-func (e *env) logger(level string) (zerolog.Logger, error) {
-	lvl, err := zerolog.ParseLevel(level)
-	if err != nil {
-		return zerolog.Nop(), fmt.Errorf("log level %q: %w", level, err)
-	}
-	return zerolog.New(e.stderr).Level(lvl).With().Timestamp().Logger(), nil
 }
 
 func (c *common) options(log zerolog.Logger) ([]authsrv.Option, error) {
@@ -387,7 +367,7 @@ func (e *env) serve(args []string) error {
 	if (*certFile == "") != (*keyFile == "") {
 		return errors.New("-tls-cert and -tls-key go together")
 	}
-	log, err := e.logger(c.logLevel)
+	log, err := e.logger(&c)
 	if err != nil {
 		return err
 	}
@@ -593,7 +573,10 @@ func (r remoteOps) setDisabled(ctx context.Context, n string, off bool) error {
 // it, connects to that server's control socket. Exactly one of the results
 // is non-nil on success; closeFn releases it.
 func (e *env) open(c *common) (*authsrv.Server, *server.ControlClient, error) {
-	log, err := e.logger(c.logLevel)
+	if err := c.requireDataDir(false); err != nil {
+		return nil, nil, err
+	}
+	log, err := e.logger(c)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -697,6 +680,9 @@ func (e *env) apiCmd(args []string) error {
 	}
 	validity, err := server.APIKeyValidity(*days)
 	if err != nil {
+		return err
+	}
+	if err := c.requireDataDir(false); err != nil {
 		return err
 	}
 	// A key signed with a JWT key that a fresh data directory would make
@@ -821,6 +807,9 @@ func (e *env) restore(args []string) error {
 		fmt.Fprint(e.stderr, usage)
 		return errUsage
 	}
+	if err := c.requireDataDir(true); err != nil {
+		return err
+	}
 	var r io.Reader = e.stdin
 	if p := fs.Arg(0); p != "-" {
 		f, err := os.Open(p)
@@ -856,6 +845,9 @@ func (e *env) auditCmd(args []string) error {
 	fs := e.flags("audit verify", &c)
 	dbFile := fs.String("db", "", "verify this copy of a data file instead of the data directory's store")
 	if err := e.parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if err := c.requireDataDir(false); err != nil {
 		return err
 	}
 	var rep audit.Report

@@ -81,7 +81,7 @@ func TestVersionUsage(t *testing.T) {
 }
 
 func TestAdminCommands(t *testing.T) {
-	dir := shortDir(t)
+	dir := mkdirData(t, shortDir(t))
 	env := map[string]string{"AUTHSRV_DATA_DIR": dir, "AUTHSRV_LOG_LEVEL": "disabled"}
 	steps := []struct {
 		stdin string
@@ -113,7 +113,7 @@ func TestAdminCommands(t *testing.T) {
 		t.Errorf("list after delete: %q", out)
 	}
 	// A flag wins over the environment.
-	other := shortDir(t)
+	other := mkdirData(t, shortDir(t))
 	cli(t, env, "pw\n", "admin", "add", "dave", "-data-dir", other)
 	if _, err := os.Stat(filepath.Join(other, "authsrv.db")); err != nil {
 		t.Errorf("-data-dir did not win over AUTHSRV_DATA_DIR: %v", err)
@@ -237,7 +237,7 @@ func TestServeLifecycle(t *testing.T) {
 		t.Fatal("serve did not stop")
 	}
 
-	restored := shortDir(t)
+	restored := mkdirData(t, shortDir(t))
 	renv := map[string]string{"AUTHSRV_DATA_DIR": restored, "AUTHSRV_LISTEN": "127.0.0.1:0", "AUTHSRV_LOG_LEVEL": "disabled"}
 	if code, o, e := cli(t, renv, "", "restore", backup); code != 0 || !strings.Contains(o, "restored") {
 		t.Fatalf("restore: %d %q %q", code, o, e)
