@@ -6,8 +6,9 @@ import (
 )
 
 // TestTokenIssuer checks the issuer of the otpauth URL: authsrv by
-// default, the tokenissuer enrollment policy (with its tags) for the users
-// it matches, and a tokenissuer parameter before both.
+// default, a tokenissuer parameter where no policy sets one, and the
+// tokenissuer enrollment policy (with its tags) for the users it matches,
+// even over the parameter (as privacyIDEA's prepolicy replaces it).
 func TestTokenIssuer(t *testing.T) {
 	e, tok := tokenEnv(t)
 	issuer := func(t *testing.T, kv ...string) string {
@@ -32,7 +33,8 @@ func TestTokenIssuer(t *testing.T) {
 	}{
 		{"policy with tags", []string{"user", "alice", "realm", "realm1", "serial", "ISS1"}, "Corp realm1 alice ISS1"},
 		{"policy of another realm", []string{"user", "alice", "realm", "realm2"}, "authsrv"},
-		{"parameter", []string{"user", "alice", "realm", "realm1", "tokenissuer", "Mine {user}"}, "Mine alice"},
+		{"parameter under the policy", []string{"user", "alice", "realm", "realm1", "serial", "ISS2", "tokenissuer", "Mine {user}"}, "Corp realm1 alice ISS2"},
+		{"parameter without a policy", []string{"user", "alice", "realm", "realm2", "tokenissuer", "Mine {user}"}, "Mine alice"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,5 +42,20 @@ func TestTokenIssuer(t *testing.T) {
 				t.Errorf("issuer %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestEnrollPolicyReplacesParameter: hotp_hashlib and hotp_otplen of the
+// enrollment scope replace the request's hashlib and otplen, so a caller
+// cannot enroll around them.
+func TestEnrollPolicyReplacesParameter(t *testing.T) {
+	e, tok := tokenEnv(t)
+	wantOK(t, e.admin(t, tok, "POST", "/policy/strong", form("scope", "enrollment", "action", "hotp_hashlib=sha256, hotp_otplen=8", "realm", "realm1")))
+	wantOK(t, e.admin(t, tok, "POST", "/token/init", form("type", "hotp", "genkey", "1", "serial", "POL1", "user", "alice", "realm", "realm1",
+		"hashlib", "sha1", "otplen", "6")))
+	list := wantOK(t, e.admin(t, tok, "GET", "/token/?serial=POL1", ""))
+	tk, _ := at(list, "tokens").([]any)
+	if len(tk) != 1 || at(tk[0], "otplen") != float64(8) || at(tk[0], "info.hashlib") != "sha256" {
+		t.Errorf("token enrolled under the policy: %v", tk)
 	}
 }

@@ -100,8 +100,9 @@ type Enrollment struct {
 
 // EnrollPolicies applies the enrollment policies to a token of type typ
 // about to be enrolled with parameters p, so that /token/init and the
-// enrollment during an authentication enroll alike. Missing parameters get
-// their policy defaults: hashlib, otplen and timeStep from
+// enrollment during an authentication enroll alike. A policy value
+// replaces the parameter (given or not), as privacyIDEA's prepolicies do:
+// hashlib, otplen and timeStep from
 // <typ>_hashlib/_otplen/_timestep of callerScope (the scope of the
 // caller's rights, admin or user; "" for none) and then the enrollment
 // scope; tokenlabel, tokenissuer, appimageurl, papertoken_count,
@@ -126,10 +127,10 @@ func EnrollPolicies(ctx context.Context, pr PolicyReader, callerScope, typ strin
 		}
 		return on, err
 	}
+	// A policy value replaces the request's parameter, as privacyIDEA's
+	// prepolicies do: a user cannot enroll around the administrator's
+	// hashlib, otplen, label or issuer.
 	inject := func(param, action string, scopes ...string) error {
-		if _, ok := p.Get(param); ok {
-			return nil
-		}
 		for _, sc := range scopes {
 			if sc == "" {
 				continue
