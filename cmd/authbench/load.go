@@ -77,6 +77,14 @@ const transportBackoff = 10 * time.Millisecond
 // the time from the start until the last client stopped. A cancelled ctx
 // stops the clients early; requests it cut short are not counted.
 func (b *bench) load(ctx context.Context, users []*benchUser, clients int, d time.Duration) (*tally, time.Duration) {
+	return runClients(ctx, users, clients, d, b.client)
+}
+
+// runClients runs clients goroutines of client for d, each owning the
+// users i with i%clients == its number, and merges their tallies; the
+// load of every protocol (HTTP, RADIUS) runs through it.
+func runClients(ctx context.Context, users []*benchUser, clients int, d time.Duration,
+	client func(ctx context.Context, own []*benchUser, end time.Time, t *tally)) (*tally, time.Duration) {
 	tallies := make([]tally, clients)
 	start := time.Now()
 	end := start.Add(d)
@@ -88,7 +96,7 @@ func (b *bench) load(ctx context.Context, users []*benchUser, clients int, d tim
 		}
 		// Room for the expected number of requests at ~1 ms each.
 		tallies[w].lat = make([]time.Duration, 0, min(int(d/time.Millisecond)+16, 1<<20))
-		wg.Go(func() { b.client(ctx, own, end, &tallies[w]) })
+		wg.Go(func() { client(ctx, own, end, &tallies[w]) })
 	}
 	wg.Wait()
 	elapsed := time.Since(start)

@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/authsrv/authsrv/internal/radclient"
@@ -307,25 +306,9 @@ func (r *radTarget) check(ctx context.Context, u *benchUser, pass string) (outco
 // radiusLoad runs clients goroutines against t for d, each owning the
 // users i with i%clients == its number, as bench.load does for HTTP.
 func radiusLoad(ctx context.Context, t *radTarget, users []*benchUser, clients int, d time.Duration) (*tally, time.Duration) {
-	tallies := make([]tally, clients)
-	start := time.Now()
-	end := start.Add(d)
-	var wg sync.WaitGroup
-	for w := range clients {
-		var own []*benchUser
-		for i := w; i < len(users); i += clients {
-			own = append(own, users[i])
-		}
-		tallies[w].lat = make([]time.Duration, 0, min(int(d/time.Millisecond)+16, 1<<20))
-		wg.Go(func() { radiusClient(ctx, t, own, end, &tallies[w]) })
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	total := &tally{lat: make([]time.Duration, 0, totalRequests(tallies))}
-	for i := range tallies {
-		total.merge(&tallies[i])
-	}
-	return total, elapsed
+	return runClients(ctx, users, clients, d, func(ctx context.Context, own []*benchUser, end time.Time, ta *tally) {
+		radiusClient(ctx, t, own, end, ta)
+	})
 }
 
 // radiusClient sends one request at a time, cycling through its users.
