@@ -94,11 +94,16 @@ func (c *call) validateRequest(needPass bool) (validate.Request, error) {
 
 // check runs /validate/check (and the shape of samlcheck/radiuscheck);
 // the validator writes the audit entry.
-func (c *call) check() (validate.Response, error) {
+func (c *call) check() (validate.Response, error) { return c.checkSAML(false) }
+
+// checkSAML is check, asking for the user's SAML attributes when saml is
+// set.
+func (c *call) checkSAML(saml bool) (validate.Response, error) {
 	r, err := c.validateRequest(true)
 	if err != nil {
 		return validate.Response{}, err
 	}
+	r.SAMLAttributes = saml
 	c.recorded = true
 	return c.a.s.Validator().Check(c.ctx, r)
 }
@@ -119,7 +124,7 @@ func validateCheck(c *call) (answer, error) {
 
 // validateSAMLCheck is /validate/samlcheck: value {auth, attributes}.
 func validateSAMLCheck(c *call) (answer, error) {
-	res, err := c.check()
+	res, err := c.checkSAML(true)
 	if err != nil {
 		return answer{}, err
 	}
@@ -127,31 +132,9 @@ func validateSAMLCheck(c *call) (answer, error) {
 	if s, _ := c.p.str("serial"); s != "" {
 		return ans, nil
 	}
-	attrs := map[string]any{}
-	// The system settings ReturnSamlAttributes (default on) and
-	// ReturnSamlAttributesOnFail (default off) decide whether the
-	// attributes are sent.
-	set := c.a.s.Tokens().Settings()
-	send := set.Value("ReturnSamlAttributes") == "" || isTrueText(set.Value("ReturnSamlAttributes"))
-	if send && (res.Value || isTrueText(set.Value("ReturnSamlAttributesOnFail"))) && res.User.UID != "" {
-		attrs["username"], attrs["realm"], attrs["resolver"] = res.User.Login, res.User.Realm, res.User.Resolver
-		if in, err := c.a.s.Resolvers().Instance(c.ctx, res.User.Resolver); err == nil {
-			if info, err := in.User(c.ctx, res.User.UID); err == nil {
-				for k, v := range info {
-					if k != "password" {
-						attrs[k] = v
-					}
-				}
-			}
-		}
-		// privacyIDEA sends these null when the user store has none (no
-		// client of spec/real-clients.md reads samlcheck with a typed
-		// getter).
-		for _, k := range []string{"email", "surname", "givenname", "mobile", "phone"} {
-			if _, ok := attrs[k]; !ok {
-				attrs[k] = nil
-			}
-		}
+	attrs := res.SAMLAttributes
+	if attrs == nil {
+		attrs = map[string]any{}
 	}
 	ans.value = map[string]any{"auth": res.Value, "attributes": attrs}
 	return ans, nil
@@ -222,13 +205,4 @@ func validatePoll(c *call) (answer, error) {
 		return answer{}, err
 	}
 	return answer{value: res.Value, detail: map[string]any{"challenge_status": res.ChallengeStatus}, auth: true}, nil
-}
-
-// isTrueText is privacyIDEA's is_true for a stored setting.
-func isTrueText(v string) bool {
-	switch v {
-	case "1", "true", "True", "TRUE":
-		return true
-	}
-	return false
 }

@@ -47,6 +47,9 @@ func (v *Validator) Check(ctx context.Context, r Request) (Response, error) {
 	}
 	if err == nil {
 		res.AuthItems = v.authItems(ctx, r, res)
+		if r.SAMLAttributes && r.Serial == "" {
+			res.SAMLAttributes = v.samlAttributes(ctx, res)
+		}
 	}
 	res, err = a.finish(ctx, res, err)
 	if perr := v.post(ctx, a, res, err); perr != nil {

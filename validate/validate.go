@@ -111,6 +111,9 @@ type Request struct {
 	// RaiseSendError turns a challenge that could not be sent into an
 	// error (privacyIDEA's exception=1) instead of a rejection.
 	RaiseSendError bool
+	// SAMLAttributes asks for the user's attributes in the answer, as
+	// /validate/samlcheck sends them (Response.SAMLAttributes).
+	SAMLAttributes bool
 	// Policies, when set, is the policy snapshot the caller already took
 	// for this request: the decision uses it instead of reading its own,
 	// so a caller that also needs policies pays one store read.
@@ -181,6 +184,12 @@ type Response struct {
 	// a success (privacyIDEA's top-level "auth_items": {"offline":
 	// [...]}); nil for none.
 	AuthItems map[string]any
+	// SAMLAttributes are the user's attributes when the request asked for
+	// them (Request.SAMLAttributes) on the user path: empty unless the
+	// system setting ReturnSamlAttributes (default on) holds and the
+	// check succeeded or ReturnSamlAttributesOnFail (default off) holds;
+	// nil when not asked.
+	SAMLAttributes map[string]any
 }
 
 // Challenge is one challenge of a multi-challenge answer.
