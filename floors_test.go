@@ -26,6 +26,7 @@ var floors = map[string]float64{
 	"examples/*":         7,
 	"server":             6,
 	"radius":             6, // the RADIUS listener: beside server, a caller of the library
+	"piimport":           6, // authsrv import privacyidea: beside server, a caller of the library
 	"":                   5, // the root package authsrv
 	"validate":           4,
 	"machine":            4,
@@ -49,6 +50,7 @@ var floors = map[string]float64{
 	"caller":             1,
 	"store":              1,
 	"store/bolt":         1.25,
+	"store/postgres":     1.25,
 	"internal/secret":    1,
 	"fileroot":           1,
 	"internal/radclient": 1,

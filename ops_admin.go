@@ -34,6 +34,19 @@ func (o *Ops) AddAdmin(ctx context.Context, who caller.Caller, name, password st
 	})
 }
 
+// AdoptAdmin creates the local administrator name from a password hash
+// made by another system (trusted callers only, event admin_adopt): phc is
+// the Argon2 PHC string of pepper followed by the password, as
+// privacyIDEA hashes its administrators' passwords with its PI_PEPPER.
+// The account keeps its password; its first login re-hashes it without
+// the pepper (see admin.Service.Adopt). Neither the hash nor the pepper
+// is audited.
+func (o *Ops) AdoptAdmin(ctx context.Context, who caller.Caller, name, phc string, pepper []byte) error {
+	return o.adminOp(ctx, who, "admin_adopt", "POST /admins", name, func(ctx context.Context, r *opRun) error {
+		return o.s.admins.Adopt(ctx, name, phc, pepper, r.Audit)
+	})
+}
+
 // SetAdminPassword replaces a local administrator's password (trusted
 // callers only, event admin_passwd); its session tokens are refused from
 // the next request on.

@@ -1,5 +1,7 @@
 // Package admin owns the local administrator accounts: names and Argon2id
-// password hashes kept in the store. Realm users who log in as admins
+// password hashes kept in the store. Accounts brought over from another
+// system may carry that system's hash and pepper until their first login
+// (see Service.Adopt). Realm users who log in as admins
 // (superuser realms) are not stored here; they come from their resolvers.
 //
 // Package admin sits on floor 2: it imports store, apierr and
@@ -37,12 +39,17 @@ const (
 
 // Errors of this package.
 var (
-	ErrNotFound = apierr.New(apierr.ResourceNotFound, "The requested administrator could not be found.")
-	ErrExists   = apierr.New(apierr.ConfigAdmin, "An administrator with this name already exists.")
-	ErrBadName  = apierr.New(apierr.Parameter, "The administrator name must be 1 to 64 printable characters without spaces.")
-	ErrBadPass  = apierr.New(apierr.Parameter, "The password must be 1 to 1024 bytes long.")
-	ErrBusy     = apierr.New(apierr.Busy, "The server is busy, please try again later.")
+	ErrNotFound  = apierr.New(apierr.ResourceNotFound, "The requested administrator could not be found.")
+	ErrExists    = apierr.New(apierr.ConfigAdmin, "An administrator with this name already exists.")
+	ErrBadName   = apierr.New(apierr.Parameter, "The administrator name must be 1 to 64 printable characters without spaces.")
+	ErrBadPass   = apierr.New(apierr.Parameter, "The password must be 1 to 1024 bytes long.")
+	ErrBusy      = apierr.New(apierr.Busy, "The server is busy, please try again later.")
+	ErrBadHash   = apierr.New(apierr.Parameter, "The password hash must be an Argon2 PHC string ($argon2id$v=19$m=...,t=...,p=...$salt$hash).")
+	ErrBadPepper = apierr.New(apierr.Parameter, "The pepper must be at most 1024 bytes long.")
 )
+
+// MaxPepperLen bounds the pepper of an adopted hash.
+const MaxPepperLen = 1024
 
 // newStamp is a fresh session stamp (128 random bits). It is no secret: a
 // token needs the JWT key's signature besides.
@@ -69,6 +76,13 @@ type record struct {
 	// tokens) until their first change.
 	Stamp    string `json:"stamp,omitempty"`
 	Disabled bool   `json:"disabled,omitempty"`
+	// Pepper is the secret another system put before the password when
+	// it made Hash (privacyIDEA's PI_PEPPER): an adopted hash verifies
+	// only with it. It is kept only until the account's first login,
+	// which replaces Hash with one of this package's own, made from the
+	// password alone, and drops the pepper (as does a password change).
+	// It never leaves the record: List and Admin do not show it.
+	Pepper []byte `json:"pepper,omitempty"`
 }
 
 // Service manages the accounts.
@@ -156,6 +170,44 @@ func (s *Service) Add(ctx context.Context, name, password string, also ...func(s
 	})
 }
 
+// Adopt creates an administrator from a password hash made by another
+// system, so that the account keeps its password: phc is the Argon2 PHC
+// string of pepper followed by the password (privacyIDEA hashes its local
+// administrators' passwords with its PI_PEPPER in front). The pepper is
+// stored in the account's record because the hash cannot be checked
+// without it; the first successful login hashes the password anew
+// without it and drops it from the record. It fails with ErrExists when
+// the name is taken. Also as in Add.
+func (s *Service) Adopt(ctx context.Context, name, phc string, pepper []byte, also ...func(store.Tx) error) error {
+	if !ValidName(name) {
+		return ErrBadName
+	}
+	if _, err := secret.ParsePHC(phc); err != nil || !strings.HasPrefix(phc, "$argon2") {
+		return fmt.Errorf("admin %s: %w", name, ErrBadHash)
+	}
+	if len(pepper) > MaxPepperLen {
+		return ErrBadPepper
+	}
+	now := s.now().UTC()
+	rec := record{
+		Versioned: store.Versioned{Schema: schema},
+		Name:      name, Hash: phc, Created: now, Changed: now, Stamp: newStamp(),
+	}
+	if len(pepper) > 0 {
+		rec.Pepper = slices.Clone(pepper)
+	}
+	return s.st.Update(ctx, func(tx store.Tx) error {
+		b := tx.Bucket(bucket)
+		if b.Get([]byte(name)) != nil {
+			return fmt.Errorf("admin %s: %w", name, ErrExists)
+		}
+		if err := store.PutJSON(b, []byte(name), rec); err != nil {
+			return err
+		}
+		return store.RunAlso(tx, also)
+	})
+}
+
 // SetPassword replaces an administrator's password and ends its sessions
 // (also as in Add).
 func (s *Service) SetPassword(ctx context.Context, name, password string, also ...func(store.Tx) error) error {
@@ -173,7 +225,7 @@ func (s *Service) SetPassword(ctx context.Context, name, password string, also .
 		if err := store.GetJSON(b, []byte(name), &rec); err != nil {
 			return notFound(name, err)
 		}
-		rec.Hash, rec.Changed, rec.Stamp = h, now, newStamp()
+		rec.Hash, rec.Changed, rec.Stamp, rec.Pepper = h, now, newStamp(), nil
 		if err := store.PutJSON(b, []byte(name), rec); err != nil {
 			return err
 		}
@@ -283,7 +335,8 @@ func (s *Service) Count(ctx context.Context) (int, error) {
 // a disabled account is a result (false, nil), not an error; an unknown
 // name still costs one hash and a disabled account's password is still
 // verified, so timing does not tell which names exist. A hash made with
-// other parameters than the configured ones is replaced after it verifies.
+// other parameters than the configured ones, or an adopted one that needs a
+// pepper, is replaced after it verifies.
 func (s *Service) Check(ctx context.Context, name, password string) (bool, error) {
 	_, ok, err := s.Login(ctx, name, password)
 	return ok, err
@@ -311,21 +364,23 @@ func (s *Service) Login(ctx context.Context, name, password string) (stamp strin
 		s.hasher.Dummy(ctx, password)
 		return "", false, nil
 	}
-	ok, rehash, err := s.hasher.Verify(ctx, rec.Hash, password)
+	ok, rehash, err := s.hasher.Verify(ctx, rec.Hash, string(rec.Pepper)+password)
 	if err != nil {
 		return "", false, kdfError(err)
 	}
 	if !ok || rec.Disabled {
 		return "", false, nil
 	}
-	if rehash {
+	if rehash || len(rec.Pepper) > 0 {
 		s.rehash(ctx, name, rec.Hash, password)
 	}
 	return rec.Stamp, true, nil
 }
 
-// rehash stores a hash with the current parameters, unless the password
-// was changed meanwhile. Failing to rehash does not fail the login.
+// rehash stores a hash of password alone with the current parameters and
+// drops an adopted hash's pepper, unless the password was changed
+// meanwhile. Failing to rehash does not fail the login (an adopted hash
+// then keeps its pepper until the next login).
 func (s *Service) rehash(ctx context.Context, name, old, password string) {
 	h, err := s.hasher.Hash(ctx, password)
 	if err != nil {
@@ -337,7 +392,7 @@ func (s *Service) rehash(ctx context.Context, name, old, password string) {
 		if err := store.GetJSON(b, []byte(name), &rec); err != nil || rec.Hash != old {
 			return nil
 		}
-		rec.Hash = h
+		rec.Hash, rec.Pepper = h, nil
 		return store.PutJSON(b, []byte(name), rec)
 	})
 }

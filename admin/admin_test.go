@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -300,5 +301,112 @@ func BenchmarkSession(b *testing.B) {
 		if ok, err := s.Session(b.Context(), "alice", stamp); !ok || err != nil {
 			b.Fatal(ok, err)
 		}
+	}
+}
+
+// TestAdopt keeps the password of an account brought over with another
+// system's peppered hash: the password verifies with the pepper, the first
+// login re-hashes it without, and the pepper never shows.
+func TestAdopt(t *testing.T) {
+	ctx := t.Context()
+	s, st := newService(t, cheap)
+	h, err := secret.NewHasher(secret.HasherConfig{Params: secret.Params{Time: 2, Memory: 2048, Threads: 1, KeyLen: 16, SaltLen: 16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pepper := []byte("pepper-0123456789")
+	phc, err := h.Hash(ctx, string(pepper)+"old-pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := func(name string) map[string]any {
+		t.Helper()
+		var rec map[string]any
+		if err := st.View(ctx, func(tx store.Tx) error { return store.GetJSON(tx.Bucket("admins"), []byte(name), &rec) }); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+
+	t.Run("Refused", func(t *testing.T) {
+		for _, c := range []struct {
+			name, phc string
+			pepper    []byte
+			want      error
+		}{
+			{"bad name", phc, pepper, admin.ErrBadName},
+			{"x", "$pbkdf2-sha256$29000$c2FsdA$aGFzaA", pepper, admin.ErrBadHash},
+			{"x", "not a hash", pepper, admin.ErrBadHash},
+			{"x", phc, []byte(strings.Repeat("p", admin.MaxPepperLen+1)), admin.ErrBadPepper},
+		} {
+			if err := s.Adopt(ctx, c.name, c.phc, c.pepper); !errors.Is(err, c.want) {
+				t.Errorf("Adopt(%q, %q) = %v, want %v", c.name, c.phc, err, c.want)
+			}
+		}
+	})
+
+	if err := s.Adopt(ctx, "imported", phc, pepper); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Adopt(ctx, "imported", phc, pepper); !errors.Is(err, admin.ErrExists) {
+		t.Errorf("second Adopt: %v", err)
+	}
+	if rec := raw("imported"); rec["hash"] != phc || rec["pepper"] == nil || rec["stamp"] == "" {
+		t.Fatalf("adopted record: hash kept %v, pepper kept %v", rec["hash"] == phc, rec["pepper"] != nil)
+	}
+	list, err := s.List(ctx)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("List = %+v, %v", list, err)
+	}
+	if b, _ := json.Marshal(list); strings.Contains(string(b), "pepper") {
+		t.Errorf("List shows the pepper: %s", b)
+	}
+
+	for _, pw := range []string{"", "wrong", string(pepper) + "old-pw", "old-p"} {
+		if ok, err := s.Check(ctx, "imported", pw); err != nil || ok {
+			t.Errorf("Check(%q) = %v, %v", pw, ok, err)
+		}
+	}
+	if rec := raw("imported"); rec["pepper"] == nil || rec["hash"] != phc {
+		t.Fatal("failed logins changed the adopted record")
+	}
+	if ok, err := s.Check(ctx, "imported", "old-pw"); err != nil || !ok {
+		t.Fatalf("Check(old-pw) = %v, %v", ok, err)
+	}
+	rec := raw("imported")
+	if _, has := rec["pepper"]; has || rec["hash"] == phc || !strings.Contains(rec["hash"].(string), "m=1024,t=1,p=1") {
+		t.Fatalf("after the first login: pepper kept %v, hash %v", has, rec["hash"])
+	}
+	if ok, err := s.Check(ctx, "imported", "old-pw"); err != nil || !ok {
+		t.Fatalf("Check after the re-hash = %v, %v", ok, err)
+	}
+
+	// A password change drops the pepper too.
+	if err := s.Adopt(ctx, "other", phc, pepper); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetPassword(ctx, "other", "new-pw"); err != nil {
+		t.Fatal(err)
+	}
+	if _, has := raw("other")["pepper"]; has {
+		t.Error("SetPassword kept the pepper")
+	}
+	if ok, err := s.Check(ctx, "other", "new-pw"); err != nil || !ok {
+		t.Errorf("Check(new-pw) = %v, %v", ok, err)
+	}
+
+	// Without a pepper the hash is the password's own.
+	plain, err := h.Hash(ctx, "plain-pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Adopt(ctx, "plain", plain, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, has := raw("plain")["pepper"]; has {
+		t.Error("a nil pepper is stored")
+	}
+	if ok, err := s.Check(ctx, "plain", "plain-pw"); err != nil || !ok {
+		t.Errorf("Check(plain-pw) = %v, %v", ok, err)
 	}
 }

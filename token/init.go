@@ -49,6 +49,10 @@ type InitRequest struct {
 	// the caller shows ("otpkey", "googleurl", "oathurl"); the others get
 	// none. Each image costs more CPU than the rest of an enrollment.
 	ImagesOf []string
+
+	// adopt enrolls a token adopted from another system (Migrated): a
+	// type that implements Adopter adopts it instead of enrolling it.
+	adopt bool
 }
 
 // errUnknownType is privacyIDEA's ERR1610.
@@ -225,7 +229,11 @@ func (s *Service) prepare(ctx context.Context, req InitRequest, also []func(stor
 	}
 
 	e := &Enroll{Token: t, New: existing == nil, Params: p, Owner: req.Owner, OwnerInfo: req.OwnerInfo, Now: now, Rand: s.cfg.Rand, Service: s, Detail: map[string]any{}, NoImages: req.NoImages, imagesOf: req.ImagesOf}
-	if err := typ.Enroll(ctx, e); err != nil {
+	enroll := typ.Enroll
+	if a, ok := typ.(Adopter); ok && req.adopt {
+		enroll = a.Adopt
+	}
+	if err := enroll(ctx, e); err != nil {
 		return nil, nil, nil, err
 	}
 	if t.RolloutState == "" || (existing != nil && t.RolloutState == existing.RolloutState && existing.RolloutState != StateClientWait) {

@@ -21,6 +21,7 @@ type Questionnaire struct{}
 var (
 	_ Type       = Questionnaire{}
 	_ Challenger = Questionnaire{}
+	_ Adopter    = Questionnaire{}
 )
 
 // FieldAnswers is the sealed field with the questionnaire answers, a JSON
@@ -48,16 +49,26 @@ func (Questionnaire) Prefix() string { return "QUST" }
 // sorted by text so the numbering is stable; the answers are sealed
 // together. Nothing is returned in the detail.
 func (Questionnaire) Enroll(ctx context.Context, e *Enroll) error {
-	p, t := e.Params, e.Token
-	raw := strings.TrimSpace(p.Str("questions"))
-	if raw == "" {
-		return apierr.MissingParameter("questions")
-	}
 	// The system setting question.num_answers is the least number of
 	// answers; the request may ask for more, never for fewer.
 	least, err := intParam(Params{"question.num_answers": e.Service.settings().Value("question.num_answers")}, "question.num_answers", 1, 1, maxQuestions)
 	if err != nil {
 		return err
+	}
+	return enrollQuestions(e, least)
+}
+
+// Adopt implements Adopter: as Enroll, but the questions a token adopted
+// from another system has are kept even when they are fewer than
+// question.num_answers asks of a new token.
+func (Questionnaire) Adopt(ctx context.Context, e *Enroll) error { return enrollQuestions(e, 1) }
+
+// enrollQuestions reads "questions", at least least of them.
+func enrollQuestions(e *Enroll, least int) error {
+	p, t := e.Params, e.Token
+	raw := strings.TrimSpace(p.Str("questions"))
+	if raw == "" {
+		return apierr.MissingParameter("questions")
 	}
 	need, err := intParam(p, "question.num_answers", least, 1, maxQuestions)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"unicode/utf8"
 
+	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/internal/secret"
 )
 
@@ -13,7 +14,10 @@ import (
 // token. The token is deleted after its first successful use.
 type Registration struct{}
 
-var _ Type = Registration{}
+var (
+	_ Type    = Registration{}
+	_ Adopter = Registration{}
+)
 
 // Name implements Type.
 func (Registration) Name() string { return "registration" }
@@ -33,6 +37,21 @@ func (Registration) Enroll(ctx context.Context, e *Enroll) error {
 	e.Key = []byte(code)
 	e.Token.OTPLen = utf8.RuneCountInString(code)
 	e.Detail["registrationcode"] = code
+	return nil
+}
+
+// Adopt implements Adopter: the code of a token adopted from another
+// system is otpkey, in plain text; otplen becomes its length.
+func (Registration) Adopt(ctx context.Context, e *Enroll) error {
+	code := e.Params.Str("otpkey")
+	if code == "" {
+		return apierr.MissingParameter("otpkey")
+	}
+	if !utf8.ValidString(code) || utf8.RuneCountInString(code) > maxStaticPassword {
+		return paramErr("The registration code must be valid UTF-8 text of at most %d characters", maxStaticPassword)
+	}
+	e.Key = []byte(code)
+	e.Token.OTPLen = utf8.RuneCountInString(code)
 	return nil
 }
 

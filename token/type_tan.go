@@ -10,20 +10,26 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/authsrv/authsrv/internal/otp"
 )
 
 // TAN is the TAN list token (prefix PITN): a list of one-time values, any
 // unused one of which is accepted once.
 //
 // Each TAN is kept in tokeninfo "tan.tan<N>" as "<salt hex>:<hash hex>",
-// the hash being SHA-256(salt || TAN) with an 8-byte random salt per entry,
-// which is privacyIDEA's layout. A fast salted hash is enough here: a
-// listed TAN is worthless once used, and reading the tokeninfo already
-// requires database access; the plain TANs are only in the init response.
-// "tan.count" is the number of unused TANs.
+// the hash being SHA-256(salt || TAN) with an 8-byte random salt per entry.
+// TAN lists adopted from privacyIDEA keep its layout (see tanTextSalt). A
+// fast salted hash is enough here: a listed TAN is worthless once used,
+// and reading the tokeninfo already requires database access; the plain
+// TANs are only in the init response. "tan.count" is the number of unused
+// TANs.
 type TAN struct{}
 
-var _ Type = TAN{}
+var (
+	_ Type    = TAN{}
+	_ Adopter = TAN{}
+)
 
 // Tokeninfo keys of the tan type.
 const (
@@ -121,6 +127,60 @@ func (TAN) Enroll(ctx context.Context, e *Enroll) error {
 	return nil
 }
 
+// tanTextSalt starts a TAN entry adopted from another system,
+// "ts:<salt text>:<hash hex>", whose hash is SHA-256(TAN || salt text):
+// the layout of privacyIDEA's TAN lists (verified with a privacyIDEA
+// 3.10 database), which hashes the salt's hex text after the TAN.
+const tanTextSalt = "ts:"
+
+// Adopt implements Adopter: the unused TANs arrive hashed, as
+// "tan.tan<N>" parameters "<salt text>:<hash hex>" (see tanTextSalt); they
+// are kept as they are, marked, and only they are accepted. otpkey (hex)
+// is kept as the seed when given, else a random one is.
+func (TAN) Adopt(ctx context.Context, e *Enroll) error {
+	p, t := e.Params, e.Token
+	for k := range t.Info {
+		if strings.HasPrefix(k, InfoTANPrefix) {
+			delete(t.Info, k)
+		}
+	}
+	delete(t.Info, InfoTANCount)
+	n := 0
+	for k, v := range p {
+		idx, ok := strings.CutPrefix(k, InfoTANPrefix)
+		if !ok {
+			continue
+		}
+		if i, err := strconv.Atoi(idx); err != nil || i < 0 || strconv.Itoa(i) != idx {
+			return paramErr("%s is not a TAN entry", k)
+		}
+		salt, hash, ok := strings.Cut(v, ":")
+		if h, err := hex.DecodeString(hash); !ok || salt == "" || err != nil || len(h) != sha256.Size {
+			return paramErr("%s is not a salted SHA-256 TAN hash", k)
+		}
+		t.SetInfo(k, tanTextSalt+v)
+		n++
+	}
+	if len(t.Info) > maxInfoKeys-1 {
+		return paramErr("too many TANs for one token")
+	}
+	t.SetInfo(InfoTANCount, strconv.Itoa(n))
+	if k := strings.TrimSpace(p.Str("otpkey")); k != "" {
+		key, err := otp.ParseKey(k, p.Str("otpkeyformat"))
+		if err != nil {
+			return paramErr("The otpkey is not valid: it must be hex")
+		}
+		e.Key = key
+		return nil
+	}
+	key, err := e.Service.RandomBytes(20)
+	if err != nil {
+		return err
+	}
+	e.Key = key
+	return nil
+}
+
 func tanHash(salt []byte, tan string) []byte {
 	h := sha256.New()
 	h.Write(salt)
@@ -130,6 +190,15 @@ func tanHash(salt []byte, tan string) []byte {
 
 // tanMatches compares tan with one stored "<salt>:<hash>" entry.
 func tanMatches(entry, tan string) bool {
+	if rest, adopted := strings.CutPrefix(entry, tanTextSalt); adopted {
+		salt, hashHex, ok := strings.Cut(rest, ":")
+		want, err := hex.DecodeString(hashHex)
+		if !ok || err != nil {
+			return false
+		}
+		got := sha256.Sum256([]byte(tan + salt))
+		return subtle.ConstantTimeCompare(got[:], want) == 1
+	}
 	saltHex, hashHex, ok := strings.Cut(entry, ":")
 	if !ok {
 		return false

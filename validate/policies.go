@@ -90,6 +90,14 @@ func (p *policies) query(ctx context.Context, scope string, u user.User) policy.
 		p.data = func() policy.ConditionData { return p.conditionData(ctx) }
 	}
 	pq := policy.Query{Scope: scope, Client: p.who.Client, UserAgent: p.who.UserAgent, Data: p.data}
+	if u.Login == "" && u.Realm == "" && u.Resolver == "" {
+		// No user at all (the serial of a token without an owner):
+		// privacyIDEA matches the empty user, so only policies that name
+		// no realm, resolver or user apply, not every realm's.
+		empty := policy.Str("")
+		pq.User, pq.Realm, pq.Resolver = empty, empty, empty
+		return pq
+	}
 	if u.Login != "" {
 		pq.User = policy.Str(u.Login)
 	}

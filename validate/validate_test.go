@@ -448,6 +448,21 @@ func TestOTPPinPolicy(t *testing.T) {
 		res := e.check(t, validate.Request{Serial: "B1", Pass: "bob-pw" + rfcHOTP[0]})
 		want(t, res, true, "matching 1 tokens")
 	})
+	t.Run("unowned token", func(t *testing.T) {
+		// A token without an owner has no user to match: a policy of
+		// some realm does not apply to it (privacyIDEA matches the empty
+		// user), one without a realm does.
+		e.enrollFree(t, "hotp", "F1", rfcKey, "freepin", "realm1")
+		want(t, e.check(t, validate.Request{Serial: "F1", Pass: "freepin" + rfcHOTP[0]}), true, "matching 1 tokens")
+		e.policy(t, "pinall", "otppin=none")
+		defer func() {
+			if _, err := e.pol.Delete(t.Context(), "pinall"); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		want(t, e.check(t, validate.Request{Serial: "F1", Pass: "freepin" + rfcHOTP[1]}), false, "wrong otp pin")
+		want(t, e.check(t, validate.Request{Serial: "F1", Pass: rfcHOTP[1]}), true, "matching 1 tokens")
+	})
 	t.Run("none", func(t *testing.T) {
 		e.policy(t, "pinstore", "otppin=none", "realm1")
 		want(t, e.check(t, validate.Request{User: "alice", Pass: rfcHOTP[2]}), true, "matching 1 tokens")

@@ -82,6 +82,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = e.sshKeys(args)
 	case "config":
 		err = e.configCmd(args)
+	case "import":
+		err = e.importCmd(args)
 	case "version":
 		fmt.Fprintf(stdout, "%s %s (%s)\n", authsrv.Product, authsrv.Version, runtime.Version())
 	case "help", "-h", "-help", "--help":
