@@ -36,7 +36,7 @@ import (
 )
 
 // cfgFixtureDir is the privacyIDEA 3.10.2 fixture (read-only).
-const cfgFixtureDir = "../../shared/fixtures/privacyidea-3.10.2"
+const cfgFixtureDir = "testdata/privacyidea-3.10.2"
 
 // cfgSuperuserAction is the action of the fixture's policy
 // admin-superuser, as the database holds it.

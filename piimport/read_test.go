@@ -20,8 +20,9 @@ import (
 	"github.com/authsrv/authsrv/piimport"
 )
 
-// fixtureDir is the read-only privacyIDEA 3.10.2 fixture.
-const fixtureDir = "/work/shared/fixtures/privacyidea-3.10.2"
+// fixtureDir is the privacyIDEA 3.10.2 fixture (tests copy what they
+// change).
+const fixtureDir = "testdata/privacyidea-3.10.2"
 
 type manifest struct {
 	Secrets struct {

@@ -20,7 +20,7 @@ var tokenTypes = map[string]string{
 	"hotp": "hotp", "totp": "totp", "motp": "motp", "spass": "spass", "pw": "pw",
 	"paper": "paper", "tan": "tan", "email": "email", "sms": "sms", "sshkey": "sshkey",
 	"yubikey": "yubikey", "registration": "registration", "daypassword": "daypassword",
-	"indexedsecret": "indexedsecret", "question": "questionnaire", "radius": "radius",
+	"indexedsecret": "indexedsecret", "question": "question", "radius": "radius",
 }
 
 // unmapped are the privacyIDEA types authsrv has but the import does not
@@ -201,7 +201,7 @@ func migrateToken(t Token) (token.Migrated, string) {
 			line = strings.TrimSpace(info["ssh_type"] + " " + k + " " + info["ssh_comment"])
 		}
 		p["sshkey"] = line
-	case "questionnaire":
+	case "question":
 		if len(secrets) == 0 {
 			return m, "the questionnaire has no questions"
 		}

@@ -21,27 +21,15 @@ import (
 	"github.com/authsrv/authsrv/validate"
 )
 
-// tokFixtureDir finds the privacyIDEA 3.10.2 fixture: $AUTHSRV_PI_FIXTURE, a
-// copy in testdata, or the shared fixtures. A missing fixture fails the
-// test: it is the test's input.
+// tokFixtureDir is the privacyIDEA 3.10.2 fixture, a test input that
+// must be there.
 func tokFixtureDir(t *testing.T) string {
 	t.Helper()
-	candidates := []string{
-		os.Getenv("AUTHSRV_PI_FIXTURE"),
-		filepath.Join("testdata", "privacyidea-3.10.2"),
-		filepath.Join("..", "testdata", "privacyidea-3.10.2"),
-		"/work/shared/fixtures/privacyidea-3.10.2",
+	const dir = "testdata/privacyidea-3.10.2"
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+		t.Fatalf("the privacyIDEA 3.10.2 fixture is missing: %v", err)
 	}
-	for _, d := range candidates {
-		if d == "" {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(d, "manifest.json")); err == nil {
-			return d
-		}
-	}
-	t.Fatalf("the privacyIDEA 3.10.2 fixture is missing (set AUTHSRV_PI_FIXTURE); looked in %q", candidates)
-	return ""
+	return dir
 }
 
 // tokMF is a token of the fixture's manifest.

@@ -279,7 +279,7 @@ var defMissingDescs = [][3]string{
 // per-type PIN rules.
 var defTokenTypes = []string{
 	"hotp", "totp", "motp", "daypassword", "spass", "pw", "registration", "applspec",
-	"email", "sms", "paper", "tan", "indexedsecret", "questionnaire", "sshkey",
+	"email", "sms", "paper", "tan", "indexedsecret", "question", "sshkey",
 	"yubikey", "radius", "certificate",
 }
 
@@ -287,7 +287,7 @@ var defTokenTypes = []string{
 // and so have a <type>_challenge_text action.
 var defChallengeTypes = []string{
 	"hotp", "totp", "daypassword", "pw", "registration", "paper", "tan",
-	"email", "sms", "indexedsecret", "questionnaire",
+	"email", "sms", "indexedsecret", "question",
 }
 
 // defMenu returns a definition with main menus set.

@@ -43,7 +43,7 @@ var defsExpected = map[string]string{
 		container_remove_token container_assign_user container_unassign_user
 		enrollHOTP enrollTOTP enrollMOTP enrollDAYPASSWORD enrollSPASS enrollPW enrollREGISTRATION
 		enrollAPPLSPEC enrollEMAIL enrollSMS enrollPAPER enrollTAN enrollINDEXEDSECRET
-		enrollQUESTIONNAIRE enrollSSHKEY enrollYUBIKEY enrollRADIUS
+		enrollQUESTION enrollSSHKEY enrollYUBIKEY enrollRADIUS
 		hotp_otp_pin_maxlength totp_otp_pin_minlength sms_otp_pin_contents
 		hotp_hashlib hotp_otplen totp_hashlib totp_otplen totp_timestep`,
 	policy.ScopeUser: `

@@ -298,6 +298,9 @@ func decodeBinary(b []byte) (*Token, error) {
 	t.ID = r.uvarint()
 	t.Serial = r.str()
 	t.Type = r.str()
+	if t.Type == legacyQuestionType {
+		t.Type = Questionnaire{}.Name()
+	}
 	t.Description = r.str()
 	flags := r.byte()
 	if flags&^flagsKnown != 0 {

@@ -312,3 +312,16 @@ func BenchmarkRecordDecode(b *testing.B) {
 		})
 	}
 }
+
+// TestCodecLegacyQuestionType: a record written while the question type
+// was named "questionnaire" reads as privacyIDEA's "question".
+func TestCodecLegacyQuestionType(t *testing.T) {
+	raw := encodeRecord(&Token{ID: 7, Serial: "QUST1", Type: "questionnaire", Info: map[string]string{}})
+	got, err := decodeRecord("QUST1", raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Type != "question" {
+		t.Fatalf("type %q, want question", got.Type)
+	}
+}

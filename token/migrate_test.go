@@ -152,7 +152,7 @@ func TestImportMigratedAdoptedTypes(t *testing.T) {
 		{Serial: "MIG-TAN", Type: "tan", OTPLen: 6, Active: true, Params: token.Params{"otpkey": rfcKey,
 			"tan.tan3": piTAN("1866076e", "111111"), "tan.tan7": piTAN("60849a28", "222222"), "tan.count": "2"}},
 		{Serial: "MIG-REG", Type: "registration", Active: true, Params: token.Params{"otpkey": "kBhN6@zsT|^VCd%mk8T#|)6W"}},
-		{Serial: "MIG-QUEST", Type: "questionnaire", Active: true, Params: token.Params{"questions": `{"Pet?":"Rex"}`}},
+		{Serial: "MIG-QUEST", Type: "question", Active: true, Params: token.Params{"questions": `{"Pet?":"Rex"}`}},
 	}
 	n, failed := e.svc.ImportMigrated(ctx, recs)
 	if n != len(recs) {

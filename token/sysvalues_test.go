@@ -42,9 +42,9 @@ func TestQuestionnaireLeastAnswers(t *testing.T) {
 	e, _ := newSettingsEnv(t, token.Settings{Values: map[string]string{"question.num_answers": "3"}})
 	two := `{"Pet?": "Rex", "City?": "Berlin"}`
 	for _, p := range []token.Params{{"questions": two}, {"questions": two, "question.num_answers": "1"}} {
-		if _, _, err := e.svc.Init(t.Context(), token.InitRequest{Type: "questionnaire", Params: p}); err == nil {
+		if _, _, err := e.svc.Init(t.Context(), token.InitRequest{Type: "question", Params: p}); err == nil {
 			t.Errorf("%v: two answers accepted with question.num_answers 3", p)
 		}
 	}
-	e.initToken(t, "questionnaire", "QUSTOK", token.Params{"questions": `{"Pet?": "Rex", "City?": "Berlin", "Colour?": "Teal"}`})
+	e.initToken(t, "question", "QUSTOK", token.Params{"questions": `{"Pet?": "Rex", "City?": "Berlin", "Colour?": "Teal"}`})
 }

@@ -38,7 +38,11 @@ const (
 )
 
 // Name implements Type.
-func (Questionnaire) Name() string { return "questionnaire" }
+func (Questionnaire) Name() string { return "question" }
+
+// legacyQuestionType is the name records written before the type took
+// privacyIDEA's name "question" carry; the codec reads it as "question".
+const legacyQuestionType = "questionnaire"
 
 // Prefix implements Type.
 func (Questionnaire) Prefix() string { return "QUST" }

@@ -11,7 +11,7 @@ import (
 func TestQuestionnaire(t *testing.T) {
 	e := newEnv(t)
 	answers := map[string]string{"Name of your first pet?": "Rex", "City of birth?": "Berlin", "Favourite colour?": "Teal"}
-	tok, _ := e.initToken(t, "questionnaire", "", token.Params{
+	tok, _ := e.initToken(t, "question", "", token.Params{
 		"questions":            `{"Name of your first pet?": "Rex", "City of birth?": "Berlin", "Favourite colour?": "Teal"}`,
 		"question.num_answers": "2",
 	})
@@ -68,8 +68,8 @@ func TestQuestionnaire(t *testing.T) {
 
 func TestQuestionnaireReinit(t *testing.T) {
 	e := newEnv(t)
-	e.initToken(t, "questionnaire", "QUST1", token.Params{"questions": `{"a?": "1", "b?": "2", "c?": "3"}`})
-	tok, _ := e.initToken(t, "questionnaire", "QUST1", token.Params{"questions": `{"z?": "26"}`})
+	e.initToken(t, "question", "QUST1", token.Params{"questions": `{"a?": "1", "b?": "2", "c?": "3"}`})
+	tok, _ := e.initToken(t, "question", "QUST1", token.Params{"questions": `{"z?": "26"}`})
 	if tok.Info["question.0"] != "z?" || tok.Info["question.1"] != "" || tok.Info["question.2"] != "" {
 		t.Errorf("old questions kept: %v", tok.Info)
 	}
@@ -90,7 +90,7 @@ func TestQuestionnaireBadInput(t *testing.T) {
 		{"bad num", token.Params{"questions": `{"Pet?": "Rex"}`, "question.num_answers": "0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := stInitErr(t, e, "questionnaire", tc.params)
+			err := stInitErr(t, e, "question", tc.params)
 			stParamErr(t, err, "Rex")
 			if tc.name == "missing" && err.Error() != apierr.MissingParameter("questions").Error() {
 				t.Errorf("message %q", err)

@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +18,25 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
+
+// PrivacyIDEAFixtureDir returns the directory of the privacyIDEA 3.10.2
+// fixture the repository keeps for the tests of "authsrv import
+// privacyidea" (piimport/testdata/privacyidea-3.10.2: a real privacyIDEA
+// database, its encKey and a manifest of what it holds). It is found from
+// this file's place in the module, so any checkout works; a missing
+// fixture fails tb.
+func PrivacyIDEAFixtureDir(tb testing.TB) string {
+	tb.Helper()
+	_, here, _, ok := runtime.Caller(0)
+	if !ok {
+		tb.Fatal("testsvc: cannot locate the module")
+	}
+	dir := filepath.Join(filepath.Dir(here), "..", "..", "piimport", "testdata", "privacyidea-3.10.2")
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+		tb.Fatalf("testsvc: the privacyIDEA fixture is missing: %v", err)
+	}
+	return filepath.Clean(dir)
+}
 
 // LoadPrivacyIDEAFixture copies a privacyIDEA SQLite database (the
 // fixture's pi.sqlite, or a copy of it) into a new database of pg: the
