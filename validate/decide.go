@@ -174,7 +174,7 @@ func (d *decider) decide(ctx context.Context, all []*token.Token, force bool) (R
 		return Response{User: d.t.u, Message: strings.Join(reasons, ", ")}, nil
 	}
 
-	mode, err := d.pol.value(ctx, policy.ScopeAuthentication, "otppin")
+	mode, err := d.otppin(ctx, usable)
 	if err != nil {
 		return Response{}, err
 	}
@@ -317,4 +317,18 @@ func canChallenge(types *token.Registry, t *token.Token, policyTypes []string) b
 		return false
 	}
 	return types.ChallengesOnPIN(t.Type) || slices.Contains(policyTypes, t.Type)
+}
+
+// otppin is the otppin policy's value for the request. The serial of a
+// token without an owner is matched as privacyIDEA matches it: as a user
+// without a name in the token's first realm (token realms are kept in
+// name order; privacyIDEA takes the one it stored first), so that the
+// otppin policy of that realm applies (and only policies that name no
+// user and no resolver); without a token realm, as the empty user.
+func (d *decider) otppin(ctx context.Context, usable []*token.Token) (string, error) {
+	if u := *d.pol.u; u.Login == "" && u.Realm == "" && u.Resolver == "" &&
+		len(usable) == 1 && !usable[0].Assigned() && len(usable[0].Realms) > 0 {
+		return d.pol.valueAs(ctx, policy.ScopeAuthentication, "otppin", usable[0].Realms[0])
+	}
+	return d.pol.value(ctx, policy.ScopeAuthentication, "otppin")
 }

@@ -161,6 +161,22 @@ func (p *policies) value(ctx context.Context, scope, action string) (string, err
 	return v, err
 }
 
+// valueAs is value for a user without a name in realm: the policies that
+// name realm or no realm, and no user and no resolver.
+func (p *policies) valueAs(ctx context.Context, scope, action, realm string) (string, error) {
+	if p.snap == nil || !p.snap.Active(scope) {
+		return "", nil
+	}
+	q := p.query(ctx, scope, user.User{})
+	q.Realm = policy.Str(realm)
+	sc, err := p.snap.Scoped(ctx, q)
+	if err != nil {
+		return "", err
+	}
+	v, _, err := bestValue(sc, action)
+	return v, err
+}
+
 // valueNamed is value with the name of the policy that gave it.
 func (p *policies) valueNamed(ctx context.Context, scope, action string) (string, string, error) {
 	sc, err := p.set(ctx, scope)

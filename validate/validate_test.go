@@ -449,19 +449,23 @@ func TestOTPPinPolicy(t *testing.T) {
 		want(t, res, true, "matching 1 tokens")
 	})
 	t.Run("unowned token", func(t *testing.T) {
-		// A token without an owner has no user to match: a policy of
-		// some realm does not apply to it (privacyIDEA matches the empty
-		// user), one without a realm does.
+		// A token without an owner is matched as privacyIDEA matches it:
+		// as a user without a name in its first token realm. realm2 has
+		// no otppin policy: the token PIN counts. realm1's userstore
+		// policy applies to F1, which has no user whose password could
+		// match. A policy without a realm applies to both.
+		e.enrollFree(t, "hotp", "F2", rfcKey, "freepin", "realm2")
 		e.enrollFree(t, "hotp", "F1", rfcKey, "freepin", "realm1")
-		want(t, e.check(t, validate.Request{Serial: "F1", Pass: "freepin" + rfcHOTP[0]}), true, "matching 1 tokens")
+		want(t, e.check(t, validate.Request{Serial: "F2", Pass: "freepin" + rfcHOTP[0]}), true, "matching 1 tokens")
+		want(t, e.check(t, validate.Request{Serial: "F1", Pass: "freepin" + rfcHOTP[0]}), false, "wrong otp pin")
 		e.policy(t, "pinall", "otppin=none")
 		defer func() {
 			if _, err := e.pol.Delete(t.Context(), "pinall"); err != nil {
 				t.Fatal(err)
 			}
 		}()
-		want(t, e.check(t, validate.Request{Serial: "F1", Pass: "freepin" + rfcHOTP[1]}), false, "wrong otp pin")
-		want(t, e.check(t, validate.Request{Serial: "F1", Pass: rfcHOTP[1]}), true, "matching 1 tokens")
+		want(t, e.check(t, validate.Request{Serial: "F2", Pass: "freepin" + rfcHOTP[1]}), false, "wrong otp pin")
+		want(t, e.check(t, validate.Request{Serial: "F2", Pass: rfcHOTP[1]}), true, "matching 1 tokens")
 	})
 	t.Run("none", func(t *testing.T) {
 		e.policy(t, "pinstore", "otppin=none", "realm1")
