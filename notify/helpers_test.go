@@ -2,16 +2,11 @@ package notify_test
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"errors"
 	"io"
-	"math/big"
 	"mime/quotedprintable"
 	"net"
 	"net/mail"
@@ -27,6 +22,7 @@ import (
 
 	"github.com/authsrv/authsrv/apierr"
 	"github.com/authsrv/authsrv/internal/secret"
+	"github.com/authsrv/authsrv/internal/testsvc"
 	"github.com/authsrv/authsrv/netguard"
 	"github.com/authsrv/authsrv/notify"
 	"github.com/authsrv/authsrv/store"
@@ -146,37 +142,8 @@ type testCert struct {
 
 func newCert(t *testing.T) testCert {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "authsrv test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageEmailProtection},
-		IsCA:        true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pemBuf bytes.Buffer
-	pemBuf.WriteString("-----BEGIN CERTIFICATE-----\n")
-	pemBuf.WriteString(b64Lines(der))
-	pemBuf.WriteString("-----END CERTIFICATE-----\n")
-	return testCert{cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool: pool, certPEM: pemBuf.Bytes(), keyDER: keyDER}
+	c := testsvc.SelfSignedCert(t)
+	return testCert{cert: c.TLS, pool: c.Pool, certPEM: c.CertPEM, keyDER: c.KeyDER}
 }
 
 // sink is an in-process SMTP server on 127.0.0.1 (github.com/emersion/go-smtp).
@@ -349,18 +316,6 @@ func within(t *testing.T, limit time.Duration, fn func() error) error {
 		t.Fatalf("took %v, want at most %v", d, limit)
 	}
 	return err
-}
-
-// b64Lines is base64 in 64-column lines, for PEM.
-func b64Lines(der []byte) string {
-	enc := base64.StdEncoding.EncodeToString(der)
-	var b strings.Builder
-	for len(enc) > 64 {
-		b.WriteString(enc[:64] + "\n")
-		enc = enc[64:]
-	}
-	b.WriteString(enc + "\n")
-	return b.String()
 }
 
 // decodeBody undoes the Content-Transfer-Encoding of a single-part body.

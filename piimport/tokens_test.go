@@ -1,9 +1,7 @@
 package piimport
 
 import (
-	"crypto/aes"
 	"database/sql"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"os"
@@ -219,37 +217,16 @@ func tokServer(t *testing.T, dir string) *authsrv.Server {
 	return s
 }
 
-// tokYubicoOTP builds a Yubico OTP of the fixture's YubiKey: the public id,
-// then the AES block uid | use counter | timestamp | session | random | CRC.
+// tokYubicoOTP builds a Yubico OTP of the fixture's YubiKey.
 func tokYubicoOTP(t *testing.T, keyHex, pub, uidHex string, use uint16, session uint8) string {
 	t.Helper()
 	key, _ := hex.DecodeString(keyHex)
 	uid, _ := hex.DecodeString(uidHex)
-	var pt [16]byte
-	copy(pt[:6], uid)
-	binary.LittleEndian.PutUint16(pt[6:8], use)
-	pt[8], pt[9], pt[10] = 0x10, 0x20, 0x03
-	pt[11] = session
-	binary.LittleEndian.PutUint16(pt[12:14], 0xbeef)
-	crc := uint16(0xffff)
-	for _, x := range pt[:14] {
-		crc ^= uint16(x)
-		for range 8 {
-			lsb := crc & 1
-			crc >>= 1
-			if lsb != 0 {
-				crc ^= 0x8408
-			}
-		}
-	}
-	binary.LittleEndian.PutUint16(pt[14:16], ^crc)
-	block, err := aes.NewCipher(key)
+	s, err := otp.EncodeYubico(otp.YubicoToken{PublicID: pub, PrivateID: uid, UseCounter: use, SessionCounter: session, Timestamp: 0x032010, Random: 0xbeef}, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ct [16]byte
-	block.Encrypt(ct[:], pt[:])
-	return pub + otp.ModhexEncode(ct[:])
+	return s
 }
 
 func tokHash(mt tokMF) otp.Hash {

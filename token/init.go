@@ -456,21 +456,32 @@ func (b *ImportBatch) Serials() []string {
 
 // add prepares one token for the batch; count is its counter.
 func (b *ImportBatch) add(ctx context.Context, s *Service, req InitRequest, count uint64) error {
-	for _, it := range b.items {
-		if it.t.Serial == req.Serial {
-			return errImportExists
-		}
-	}
-	pr, _, _, err := s.prepare(ctx, req, nil)
+	pr, err := b.prepareNew(ctx, s, req)
 	if err != nil {
 		return err
-	}
-	if pr == nil || pr.existing != nil {
-		return errImportExists
 	}
 	pr.t.Count = count
 	b.items = append(b.items, pr)
 	return nil
+}
+
+// prepareNew prepares req as a new token: a serial already in the batch
+// or stored is refused with errImportExists. The caller adds the result
+// to b.items once it has set what req does not carry.
+func (b *ImportBatch) prepareNew(ctx context.Context, s *Service, req InitRequest) (*prepared, error) {
+	for _, it := range b.items {
+		if it.t.Serial == req.Serial {
+			return nil, errImportExists
+		}
+	}
+	pr, _, _, err := s.prepare(ctx, req, nil)
+	if err != nil {
+		return nil, err
+	}
+	if pr == nil || pr.existing != nil {
+		return nil, errImportExists
+	}
+	return pr, nil
 }
 
 // CommitImport writes every token of b in one store transaction with also

@@ -158,17 +158,9 @@ func (s *Service) prepareMigrated(ctx context.Context, b *ImportBatch, m Migrate
 	}
 	kind := m.Info[InfoTokenKind]
 	req := InitRequest{Type: typName, Serial: m.Serial, Params: p, Owner: m.Owner, Realms: m.Realms, Kind: kind, NoImages: true, adopt: true}
-	for _, it := range b.items {
-		if it.t.Serial == m.Serial {
-			return errImportExists
-		}
-	}
-	pr, _, _, err := s.prepare(ctx, req, nil)
+	pr, err := b.prepareNew(ctx, s, req)
 	if err != nil {
 		return err
-	}
-	if pr == nil || pr.existing != nil {
-		return errImportExists
 	}
 	t := pr.t
 	t.Count = m.Count

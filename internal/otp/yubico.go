@@ -130,6 +130,33 @@ func ParseYubico(otp string, aesKey []byte) (YubicoToken, error) {
 	return y, nil
 }
 
+// EncodeYubico is ParseYubico's inverse: the Yubico OTP a key with this
+// AES key types for y (public ID, private ID, counters, timestamp and
+// random field; Counter is ignored), with the CRC computed. Tests and
+// load drivers use it to act as a YubiKey.
+func EncodeYubico(y YubicoToken, aesKey []byte) (string, error) {
+	if len(y.PrivateID) != YubicoPrivateIDLen {
+		return "", fmt.Errorf("%w: private id is %d bytes, want %d", ErrYubicoFormat, len(y.PrivateID), YubicoPrivateIDLen)
+	}
+	block, err := aes.NewCipher(aesKey)
+	if err != nil || len(aesKey) != 16 {
+		return "", fmt.Errorf("%w: aes key is %d bytes, want 16", ErrYubicoFormat, len(aesKey))
+	}
+	if _, err := ModhexDecode(y.PublicID); err != nil {
+		return "", fmt.Errorf("%w: public id: %w", ErrYubicoFormat, err)
+	}
+	var pt [aes.BlockSize]byte
+	copy(pt[:6], y.PrivateID)
+	binary.LittleEndian.PutUint16(pt[6:8], y.UseCounter)
+	pt[8], pt[9], pt[10] = byte(y.Timestamp), byte(y.Timestamp>>8), byte(y.Timestamp>>16)
+	pt[11] = y.SessionCounter
+	binary.LittleEndian.PutUint16(pt[12:14], y.Random)
+	binary.LittleEndian.PutUint16(pt[14:16], ^crc16(pt[:14]))
+	var ct [aes.BlockSize]byte
+	block.Encrypt(ct[:], pt[:])
+	return strings.ToLower(y.PublicID) + ModhexEncode(ct[:]), nil
+}
+
 // crc16 is CRC-16/ISO-13239 (X.25 polynomial, reflected, init 0xffff, no
 // final xor); over a Yubico block including its stored CRC it yields 0xf0b8.
 func crc16(b []byte) uint16 {

@@ -180,3 +180,34 @@ func TestModhex(t *testing.T) {
 		})
 	}
 }
+
+// TestEncodeYubico: EncodeYubico's OTP parses back to the same fields, and
+// bad input is refused.
+func TestEncodeYubico(t *testing.T) {
+	key := []byte("0123456789abcdef")
+	in := otp.YubicoToken{PublicID: "vvccccbdefgh", PrivateID: []byte{1, 2, 3, 4, 5, 6}, UseCounter: 513, SessionCounter: 7, Timestamp: 0x123456, Random: 0xbeef}
+	s, err := otp.EncodeYubico(in, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := otp.ParseYubico(s, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.PublicID != in.PublicID || !got.MatchPrivateID(in.PrivateID) || got.UseCounter != 513 || got.SessionCounter != 7 ||
+		got.Timestamp != 0x123456 || got.Random != 0xbeef || got.Counter != 513<<8|7 {
+		t.Fatalf("round trip: %+v", got)
+	}
+	for _, bad := range []struct {
+		y   otp.YubicoToken
+		key []byte
+	}{
+		{otp.YubicoToken{PrivateID: []byte{1}}, key},
+		{in, []byte("short")},
+		{otp.YubicoToken{PublicID: "xyz1", PrivateID: in.PrivateID}, key},
+	} {
+		if _, err := otp.EncodeYubico(bad.y, bad.key); !errors.Is(err, otp.ErrYubicoFormat) {
+			t.Errorf("%+v: err %v", bad.y, err)
+		}
+	}
+}
