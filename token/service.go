@@ -298,18 +298,49 @@ func (s *Service) HashPIN(ctx context.Context, pin string) (string, error) {
 // CheckPIN compares pin with the token's PIN (hashed or encrypted). It
 // costs one KDF call for hashed PINs.
 func (s *Service) CheckPIN(ctx context.Context, t *Token, pin string) (bool, error) {
+	ok, _, err := s.checkPIN(ctx, t, pin, false)
+	return ok, err
+}
+
+// CheckPINUpgrade is CheckPIN that also returns, when pin matched a hash
+// made with other parameters than the configured ones (a PIN hash brought
+// over from privacyIDEA, at its far higher cost), a hash of pin with the
+// configured parameters, else "". The caller stores it with the token's
+// next write, in place of t.PIN if that is still the hash it checked
+// (UpgradePIN), so that only the first login pays the old cost.
+func (s *Service) CheckPINUpgrade(ctx context.Context, t *Token, pin string) (bool, string, error) {
+	return s.checkPIN(ctx, t, pin, true)
+}
+
+// UpgradePIN replaces t's PIN hash old with upgraded (CheckPINUpgrade),
+// unless the PIN was changed meanwhile.
+func UpgradePIN(t *Token, old, upgraded string) {
+	if upgraded != "" && len(t.PINSealed) == 0 && t.PIN == old {
+		t.PIN = upgraded
+	}
+}
+
+func (s *Service) checkPIN(ctx context.Context, t *Token, pin string, upgrade bool) (bool, string, error) {
 	if len(t.PINSealed) > 0 {
 		p, err := s.Secret(&Token{Serial: t.Serial, Sealed: map[string][]byte{"pin": t.PINSealed}}, "pin")
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
-		return secret.EqualString(string(p), pin), nil
+		return secret.EqualString(string(p), pin), "", nil
 	}
 	if t.PIN == "" {
-		return pin == "", nil
+		return pin == "", "", nil
 	}
-	ok, _, err := s.cfg.Hasher.Verify(ctx, t.PIN, pin)
-	return ok, err
+	ok, rehash, err := s.cfg.Hasher.Verify(ctx, t.PIN, pin)
+	if err != nil || !ok || !rehash || !upgrade {
+		return ok, "", err
+	}
+	h, err := s.cfg.Hasher.Hash(ctx, pin)
+	if err != nil {
+		// The PIN is right; the upgrade waits for the next login.
+		return true, "", nil
+	}
+	return true, h, nil
 }
 
 // DummyPIN costs one PIN verification at the configured KDF cost and

@@ -49,6 +49,27 @@ type pinChecker struct {
 	// tokenMemo holds the answers of token PIN checks by serial and
 	// value.
 	tokenMemo map[[2]string]bool
+	// upgrades are the new hashes of PINs that matched a hash of other
+	// parameters, by serial: the old hash and the new one (see
+	// token.Service.CheckPINUpgrade).
+	upgrades map[string][2]string
+}
+
+// upgrade makes m's write also store the upgraded PIN hash of t, if its
+// PIN check found one.
+func (p *pinChecker) upgrade(t *token.Token, m *token.Match) {
+	u, ok := p.upgrades[t.Serial]
+	if !ok {
+		return
+	}
+	inner := m.Apply
+	m.Apply = func(cur *token.Token) bool {
+		if inner != nil && !inner(cur) {
+			return false
+		}
+		token.UpgradePIN(cur, u[0], u[1])
+		return true
+	}
 }
 
 func (p *pinChecker) check(ctx context.Context, t *token.Token, pin string) (bool, error) {
@@ -81,9 +102,15 @@ func (p *pinChecker) check(ctx context.Context, t *token.Token, pin string) (boo
 		return v, nil
 	}
 	p.kdf.note(t.PINHashed())
-	ok, err := p.v.cfg.Tokens.CheckPIN(ctx, t, pin)
+	ok, upgraded, err := p.v.cfg.Tokens.CheckPINUpgrade(ctx, t, pin)
 	if err != nil {
 		return false, err
+	}
+	if upgraded != "" {
+		if p.upgrades == nil {
+			p.upgrades = map[string][2]string{}
+		}
+		p.upgrades[t.Serial] = [2]string{t.PIN, upgraded}
 	}
 	if p.tokenMemo == nil {
 		p.tokenMemo = map[[2]string]bool{}
@@ -210,6 +237,7 @@ func (d *decider) decide(ctx context.Context, all []*token.Token, force bool) (R
 		if !ok {
 			continue
 		}
+		pc.upgrade(c.t, &c.m)
 		committed, stale, err := d.com.commit(ctx, c.t, c.m, fmt.Sprintf(MsgMatching, 1))
 		var ue *token.UnusableError
 		switch {

@@ -1033,3 +1033,37 @@ func TestPolicyConditions(t *testing.T) {
 	want(t, e.check(t, validate.Request{User: "bob", Pass: "bob-pw", Options: token.Params{"client_tag": "kiosk"}}), true,
 		"against userstore due to 'by-param'")
 }
+
+// TestPINHashUpgrade: a PIN hash made with other parameters (one brought
+// over from privacyIDEA) is replaced by one with the configured
+// parameters at the first successful login, and keeps working; a wrong
+// PIN changes nothing.
+func TestPINHashUpgrade(t *testing.T) {
+	e := newEnv(t, token.Settings{})
+	other := cheap
+	other.Time++
+	oh, err := secret.NewHasher(secret.HasherConfig{Params: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := oh.Hash(t.Context(), "oldpin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, failed := e.tokens.ImportMigrated(t.Context(), []token.Migrated{{Serial: "UP1", Type: "hotp", Active: true,
+		Params: token.Params{"otpkey": rfcKey}, PINHash: old}})
+	if n != 1 {
+		t.Fatalf("import: %v", failed)
+	}
+	want(t, e.check(t, validate.Request{Serial: "UP1", Pass: "wrong" + rfcHOTP[0]}), false, "wrong otp pin")
+	if got := e.get(t, "UP1").PIN; got != old {
+		t.Fatal("a wrong PIN changed the hash")
+	}
+	want(t, e.check(t, validate.Request{Serial: "UP1", Pass: "oldpin" + rfcHOTP[0]}), true, "matching 1 tokens")
+	got := e.get(t, "UP1").PIN
+	p, err := secret.ParsePHC(got)
+	if err != nil || got == old || p.Params.Time != cheap.Time || p.Params.Memory != cheap.Memory {
+		t.Fatalf("hash not upgraded: %v %+v", err, p.Params)
+	}
+	want(t, e.check(t, validate.Request{Serial: "UP1", Pass: "oldpin" + rfcHOTP[1]}), true, "matching 1 tokens")
+}
