@@ -99,6 +99,7 @@ type Server struct {
 	// caconnectors are the CA connectors (caconnector.go).
 	caconnectors *caconnector.Service
 
+	ping      storePing // Ready's cached check of a database store
 	started   atomic.Bool
 	settled   atomic.Bool // the start-up work is done (startUp)
 	closeOnce sync.Once
@@ -510,8 +511,9 @@ func (s *Server) SuperuserRealms() []string {
 // Started reports whether the server is open (between New and Close).
 func (s *Server) Started() bool { return s.started.Load() }
 
-// Ready checks that the server can serve: it is started, the store answers
-// a read, the enckey opens the canary, the store's writes work (while
+// Ready checks that the server can serve: it is started, a database
+// store answers a ping (ErrStoreUnreachable; see pingStore), the store
+// answers a read, the enckey opens the canary, the store's writes work (while
 // they fail, Ready returns the first refused write's *store.WriteError),
 // no resolver is still loading its data (a *resolver.LoadingError naming
 // them), and the rest of the start-up work is done (ErrWarmingUp before).
@@ -519,7 +521,17 @@ func (s *Server) Ready(ctx context.Context) error {
 	if !s.Started() {
 		return errors.New("not started")
 	}
+	// A database that does not answer (ErrStoreUnreachable).
+	if err := s.pingStore(ctx, false); err != nil {
+		return err
+	}
 	if err := checkCanary(ctx, s.st, s.sealer); err != nil {
+		if !errors.Is(err, ErrWrongKey) {
+			// The database may have gone since the cached ping.
+			if perr := s.pingStore(ctx, true); perr != nil {
+				return perr
+			}
+		}
 		return err
 	}
 	if st := store.Writes(s.st); st.Failing {

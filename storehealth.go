@@ -3,7 +3,9 @@ package authsrv
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +31,70 @@ func (s *Server) watchStore() {
 		lg.Warn().Uint64("refused_writes", st.Failed).Uint64("unwritten_audit_entries", s.audit.Unwritten()-unwritten.Load()).
 			Int64("failing_for_ms", time.Since(st.Since).Milliseconds()).Msg("store writes work again")
 	})
+}
+
+// ErrStoreUnreachable is wrapped by Ready's error while the store's
+// database (store/postgres) does not answer a ping. The error's text names
+// the database as user@host:port/name, never the password; readiness
+// answers only that the database is unreachable.
+var ErrStoreUnreachable = errors.New("authsrv: the store's database does not answer")
+
+// Readiness pings a database store at most once per storePingEvery (a
+// probe storm from load balancers costs the database one ping a second),
+// each ping bounded by storePingTimeout.
+const (
+	storePingEvery   = time.Second
+	storePingTimeout = time.Second
+)
+
+// storePing is the last ping's result, shared by the probes of the next
+// storePingEvery.
+type storePing struct {
+	mu   sync.Mutex
+	at   time.Time // when the cached result was taken; zero: none
+	err  error
+	down bool // the last ping failed (for logging each change once)
+}
+
+// pingStore checks that a store on a database server (a store.Pinger)
+// answers; other stores pass. Probes that come while a ping runs wait for
+// it and share its result, and so do those of the next storePingEvery.
+// Readiness thus fails within a second of the database going away and
+// comes back by itself within a second of its return. The change each way
+// is logged once.
+//
+// With fresh set it pings whatever the cache holds: Ready does so when a
+// read failed after a cached ping had succeeded.
+func (s *Server) pingStore(ctx context.Context, fresh bool) error {
+	p, ok := s.st.(store.Pinger)
+	if !ok {
+		return nil
+	}
+	sp := &s.ping
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if !fresh && !sp.at.IsZero() && time.Since(sp.at) < storePingEvery {
+		return sp.err
+	}
+	pctx, cancel := context.WithTimeout(ctx, storePingTimeout)
+	defer cancel()
+	err := p.Ping(pctx)
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err() // the caller gave up: no verdict on the database
+	}
+	if err != nil {
+		err = fmt.Errorf("%w: %w", ErrStoreUnreachable, err)
+	}
+	sp.at, sp.err = time.Now(), err
+	lg := s.cfg.log.With().Str("component", "store").Logger()
+	switch {
+	case err != nil && !sp.down:
+		lg.Error().Err(err).Msg("the store's database does not answer: readyz reports not ready until it does")
+	case err == nil && sp.down:
+		lg.Warn().Msg("the store's database answers again")
+	}
+	sp.down = err != nil
+	return err
 }
 
 // ErrWarmingUp is what Ready returns while the start-up work other than

@@ -37,7 +37,10 @@ func (a *api) startupz(w http.ResponseWriter, _ *http.Request, _ httprouter.Para
 // set"). We have no HSM;
 // "hsm" reports the key check. While the store refuses writes (a full
 // disk) it answers 503 with "store" saying why, and is ready again once a
-// write that needed new space succeeds (store/bolt probes for it).
+// write that needed new space succeeds (store/bolt probes for it). While
+// the store's database (PostgreSQL) does not answer it answers 503 with
+// "store": "database unreachable", and is ready again within a second of
+// its return (authsrv.Server.Ready caches the ping for a second).
 func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	if !a.s.Started() {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "hsm": "unchecked"})
@@ -46,6 +49,13 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := a.s.Ready(ctx); err != nil {
+		if errors.Is(err, authsrv.ErrStoreUnreachable) {
+			// The store's database (PostgreSQL) does not answer; its
+			// address and the cause go to the log, not to the probe.
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "hsm": "unchecked",
+				"store": "database unreachable"})
+			return
+		}
 		if we, ok := errors.AsType[*store.WriteError](err); ok {
 			// The key opens its canary, but the store refuses writes.
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "hsm": "OK",

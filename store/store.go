@@ -104,6 +104,33 @@ type PreCommitter interface {
 	PreCommit(key any, start func() (value any, hook func(Tx) error)) any
 }
 
+// Pinger is implemented by stores on a database server (store/postgres),
+// so that readiness can tell a database that does not answer from other
+// faults. An embedded store (store/bolt) has nothing to ping.
+type Pinger interface {
+	// Ping checks within ctx that the database answers.
+	Ping(ctx context.Context) error
+}
+
+// BucketLister is implemented by the transactions of backends that can
+// name their buckets, for tools that handle a whole store without knowing
+// its subsystems (Copy).
+type BucketLister interface {
+	// BucketNames returns, in byte order, the names of the buckets that
+	// exist: those holding a key or a sequence above 0, and on backends
+	// that keep empty buckets (store/bolt) those too.
+	BucketNames() ([]string, error)
+}
+
+// SequenceSetter is implemented by the buckets of backends whose sequence
+// can be set, so that a copied store hands out the numbers the original
+// would have (Copy). Only in write transactions.
+type SequenceSetter interface {
+	// SetSequence sets the bucket's sequence to n: the next NextSequence
+	// returns n+1.
+	SetSequence(n uint64) error
+}
+
 // Bucket is an ordered set of keys.
 type Bucket interface {
 	// Get returns the value for key, or nil when it is missing.

@@ -26,6 +26,9 @@ func (e *env) compact(args []string) error {
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
+	if err := c.notOnPostgres("compact", "PostgreSQL reclaims space with its own VACUUM"); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}

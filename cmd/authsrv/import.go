@@ -95,6 +95,9 @@ func (e *env) importCmd(args []string) error {
 		}
 		pepper = bytes.TrimRight(b, "\r\n")
 	}
+	if err := c.notOnPostgres("import", "import into a new data directory, then \"authsrv store copy -from DATADIR -to postgres://...\""); err != nil {
+		return err
+	}
 	if err := c.checkRoots(); err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/authsrv/authsrv/server"
 	"github.com/authsrv/authsrv/store"
 	"github.com/authsrv/authsrv/store/bolt"
+	"github.com/authsrv/authsrv/store/postgres"
 	"github.com/authsrv/authsrv/subscription"
 	"github.com/authsrv/authsrv/token"
 )
@@ -52,10 +53,14 @@ type env struct {
 	// captureFlags, when set, receives the FlagSet parse is given, and
 	// parse stops (serveFlagSet: the keys of a configuration file).
 	captureFlags func(*flag.FlagSet)
+	// stores are the -store databases the command opened; run closes
+	// them after the command (and its server) ended.
+	stores []store.Store
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	defer e.closeStores()
 	cmd := "serve"
 	if len(args) > 0 && (!strings.HasPrefix(args[0], "-") || isHelp(args[0])) {
 		cmd, args = args[0], args[1:]
@@ -84,6 +89,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = e.configCmd(args)
 	case "import":
 		err = e.importCmd(args)
+	case "store":
+		err = e.storeCmd(args)
 	case "version":
 		fmt.Fprintf(stdout, "%s %s (%s)\n", authsrv.Product, authsrv.Version, runtime.Version())
 	case "help", "-h", "-help", "--help":
@@ -115,19 +122,21 @@ var errProblems = errors.New("problems found")
 
 // common holds the flags every command shares.
 type common struct {
-	dataDir     string
-	logLevel    string
-	logFormat   string
-	nodeName    string
-	superusers  string
-	kdfBudget   int64
-	openTimeout time.Duration
-	smsScripts  string
-	evScripts   string
-	spoolDir    string
-	publicURL   string
-	fileRoots   rootList // serve's -file-root; empty: the defaults
-	allowDial   dialList // serve's -allow-dial; empty: public addresses only
+	dataDir      string
+	storeURL     string        // -store: "" for the data directory's bbolt file
+	storeTimeout time.Duration // -store-connect-timeout
+	logLevel     string
+	logFormat    string
+	nodeName     string
+	superusers   string
+	kdfBudget    int64
+	openTimeout  time.Duration
+	smsScripts   string
+	evScripts    string
+	spoolDir     string
+	publicURL    string
+	fileRoots    rootList // serve's -file-root; empty: the defaults
+	allowDial    dialList // serve's -allow-dial; empty: public addresses only
 }
 
 // DefaultFileRoot is the system directory a passwd file may lie in when no
@@ -192,6 +201,8 @@ func (e *env) flags(name string, c *common) *flag.FlagSet {
 	fs := flag.NewFlagSet("authsrv "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.StringVar(&c.dataDir, "data-dir", defaultDataDir(e.getenv, os.Getppid()), dataDirUsage)
+	fs.StringVar(&c.storeURL, "store", "", storeUsage)
+	fs.DurationVar(&c.storeTimeout, "store-connect-timeout", postgres.DefaultConnectTimeout, storeTimeoutUsage)
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error, disabled")
 	fs.StringVar(&c.logFormat, "log-format", "json", logFormatUsage)
 	fs.StringVar(&c.nodeName, "node-name", "", "name of this node (default: the host name)")
@@ -409,7 +420,14 @@ func (e *env) serve(args []string) error {
 		defer prom.close(context.Background())
 		opts = append(opts, prom.option())
 	}
-	s, err := authsrv.New(opts...)
+	st, err := e.openStore(&c)
+	if err != nil {
+		return err
+	}
+	if st != nil {
+		e.stores = append(e.stores, st)
+	}
+	s, err := e.newServer(&c, st, opts)
 	if err != nil {
 		return err
 	}
@@ -470,7 +488,7 @@ func (e *env) serve(args []string) error {
 	if *certFile != "" {
 		scheme = "https"
 	}
-	log.Info().Str("listen", ln.Addr().String()).Str("data_dir", c.dataDir).Func(collectorFacts).Str("gc_heap_floor", floor.String()).Msg("serving")
+	log.Info().Str("listen", ln.Addr().String()).Str("data_dir", c.dataDir).Bool("postgres_store", c.onPostgres()).Func(collectorFacts).Str("gc_heap_floor", floor.String()).Msg("serving")
 	fmt.Fprintf(e.stdout, "authsrv %s serving on %s://%s (data in %s)\n", authsrv.Version, scheme, ln.Addr(), c.dataDir)
 
 	select {
@@ -585,6 +603,24 @@ func (e *env) open(c *common) (*authsrv.Server, *server.ControlClient, error) {
 	opts, err := c.options(log)
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := c.checkStoreFlag(); err != nil {
+		return nil, nil, err
+	}
+	if c.onPostgres() {
+		// No lock tells whether this node's server runs: ask its
+		// control socket first, so that what the command changes in the
+		// server's memory (a rotated JWT key) reaches it.
+		if cc, cerr := server.DialControl(c.dataDir); cerr == nil {
+			return nil, cc, nil
+		}
+		st, err := e.openStore(c)
+		if err != nil {
+			return nil, nil, err
+		}
+		e.stores = append(e.stores, st)
+		s, err := e.newServer(c, st, opts)
+		return s, nil, err
 	}
 	s, err := authsrv.New(append(opts, authsrv.WithOpenTimeout(min(c.openTimeout, 500*time.Millisecond)))...)
 	if err == nil {
@@ -753,6 +789,9 @@ func (e *env) backup(args []string) error {
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
+	if err := c.notOnPostgres("backup", "copy the data with \"authsrv store copy -from postgres://... -to FILE\" (or use the database's own backups) and keep the data directory's key files with it"); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
@@ -803,6 +842,9 @@ func (e *env) restore(args []string) error {
 	force := fs.Bool("force", false, "replace existing data in the data directory")
 	keep := fs.Bool("keep-counters", false, "keep OTP counters as in the backup (planned migration); by default they move forward against replay")
 	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	if err := c.notOnPostgres("restore", "restore into a data directory, then \"authsrv store copy -from DATADIR/"+authsrv.DBFile+" -to postgres://...\""); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

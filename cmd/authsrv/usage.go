@@ -27,6 +27,7 @@ var commands = []command{
 	{"restore [-force] FILE", "restore a backup into the data directory"},
 	{"audit verify [-db FILE]", "check the audit log's hash chain, signatures and checkpoints"},
 	{"compact", "shrink the store file to its data (stop the server first)"},
+	{"store copy -from SRC -to DST [-force]", "copy all data between a bbolt file and PostgreSQL, either way, and verify it"},
 	{"import privacyidea", "bring a privacyIDEA installation (its database and encKey) into a new data directory"},
 	{"config check FILE", "check a configuration file (-config): prints ok, or the bad key and line"},
 	{"ssh-keys UNIXUSER", "print a user's SSH keys for OpenSSH's AuthorizedKeysCommand"},

@@ -172,7 +172,7 @@ func (s *PostgresServer) Start(tb testing.TB) {
 		"-D", s.dataDir(), "-p", strconv.Itoa(s.Port), "-k", s.sockDir(),
 		"-c", "listen_addresses="+s.Host,
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=50", "-c", "shared_buffers=16MB",
+		"-c", "max_connections=100", "-c", "shared_buffers=16MB",
 		"-c", "log_min_messages=warning")
 	cmd.Dir = s.dir
 	cmd.Env = pgEnv()
