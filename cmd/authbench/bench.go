@@ -18,17 +18,25 @@ type bench struct {
 	log  io.Writer // progress and warnings (stderr)
 	hc   *http.Client
 	base string // cfg.base as a string, no trailing slash
+	// nodes are the base URLs the load spreads its checks over: base,
+	// then -spread's.
+	nodes []string
 
 	loaded *state // with -skip-setup: the state file as read
 }
 
 func newBench(cfg *config, log io.Writer) *bench {
-	return &bench{
+	b := &bench{
 		cfg:  cfg,
 		log:  log,
 		hc:   newHTTPClient(max(cfg.clients, cfg.setupWorkers)),
 		base: cfg.base.String(),
 	}
+	b.nodes = []string{b.base}
+	for _, u := range cfg.spread {
+		b.nodes = append(b.nodes, u.String())
+	}
+	return b
 }
 
 func (b *bench) close() { b.hc.CloseIdleConnections() }

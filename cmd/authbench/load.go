@@ -128,7 +128,7 @@ func (b *bench) client(ctx context.Context, users []*benchUser, end time.Time, t
 		u := users[i%len(users)]
 		pass := b.pass(u)
 		t0 := time.Now()
-		o, msg := b.check(ctx, u, pass)
+		o, msg := b.check(ctx, b.nodes[i%len(b.nodes)], u, pass)
 		lat := time.Since(t0)
 		// Advance unless the server said no (then it kept its counter):
 		// after a transport error, a bad status or an interrupt it may
@@ -194,11 +194,11 @@ type checkAnswer struct {
 	} `json:"detail"`
 }
 
-// check sends one POST /validate/check and classifies the answer. The
+// check sends one POST /validate/check to base and classifies the answer. The
 // message describes a failure without the pass.
-func (b *bench) check(ctx context.Context, u *benchUser, pass string) (outcome, string) {
+func (b *bench) check(ctx context.Context, base string, u *benchUser, pass string) (outcome, string) {
 	form := encodeForm(url.Values{"user": {u.Login}, "realm": {b.cfg.realm}, "pass": {pass}})
-	return postCheck(ctx, b.hc, b.cfg.timeout, b.base, form, b.cfg.mode != modeWrong)
+	return postCheck(ctx, b.hc, b.cfg.timeout, base, form, b.cfg.mode != modeWrong)
 }
 
 // postCheck sends one /validate/check with form to base, within timeout,

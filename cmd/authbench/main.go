@@ -96,6 +96,7 @@ flags:
 // config is the parsed command line.
 type config struct {
 	base         *url.URL
+	spread       []*url.URL // more nodes that share base's data (-spread)
 	admin        string
 	password     string
 	users        int
@@ -141,6 +142,7 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (*c
 	}
 	c := &config{}
 	rawURL := fs.String("url", "http://127.0.0.1:8080", "base URL of the server (loopback only)")
+	rawSpread := fs.String("spread", "", "comma-separated base URLs of more nodes that share -url's data (one database): the load sends its /validate/check requests round robin over -url and these; setup goes to -url only")
 	fs.StringVar(&c.admin, "admin", "admin", "admin user name for setup")
 	fs.StringVar(&c.password, "password", "", "admin password (prefer $"+envAdminPassword+")")
 	fs.IntVar(&c.users, "users", 100, "number of users, one HOTP token each")
@@ -190,6 +192,17 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (*c
 		errs = append(errs, err)
 	}
 	c.base = base
+	for raw := range strings.SplitSeq(*rawSpread, ",") {
+		if raw = strings.TrimSpace(raw); raw == "" {
+			continue
+		}
+		u, err := parseBaseURL(raw)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("-spread: %w", err))
+			continue
+		}
+		c.spread = append(c.spread, u)
+	}
 	switch c.mode {
 	case modeValid, modeWrong:
 	case modePIN:
