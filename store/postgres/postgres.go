@@ -8,16 +8,23 @@
 // schema version: a node refuses a database that a newer release has
 // migrated.
 //
-// Update runs its function in one SERIALIZABLE transaction and runs it
-// again, after a short random wait, when PostgreSQL reports a
-// serialization failure or a deadlock: the store's rule that an Update
-// function may run more than once is what makes that correct. A call that
-// lost a conflict runs again alone on its node (new attempts of that Store
-// wait meanwhile), so that the writers of a hot row (a shared counter)
-// queue instead of failing each other over and over. The
+// Update groups concurrent calls into one commit, as store/bolt does:
+// while one batch runs, the calls that arrive queue, and the next batch
+// runs their functions one after the other in one SERIALIZABLE
+// transaction, each in a savepoint of its own, then the PreCommit hooks
+// once, and commits (see batch.go). A function that fails is rolled back
+// alone and gets its error; the others commit. The writers of a hot row
+// on one node (the audit chain's head, which every request writes) thus
+// share a commit instead of failing each other. When PostgreSQL reports a
+// serialization failure or a deadlock (another node won), the batch runs
+// again after a short random wait: the store's rule that an Update
+// function may run more than once is what makes that correct. The
 // transaction reads through to the database, so a function sees its own
-// writes. View runs in one REPEATABLE READ, READ ONLY transaction: one
-// consistent snapshot.
+// writes and those of the functions before it in its batch. A function's
+// savepoint, and a View's BEGIN, travel in one round trip with its first
+// statement. View runs in one REPEATABLE READ, READ ONLY transaction: one
+// consistent snapshot, taken at its first statement (as PostgreSQL
+// does).
 //
 // Every statement is bounded by Options.QueryTimeout, on the client and
 // on the server, so that a database that stops answering fails calls
@@ -35,7 +42,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"runtime/debug"
 	"strconv"
@@ -72,11 +78,18 @@ const (
 	// DefaultProbeInterval is how often a store whose writes the database
 	// refuses (disk full, a read-only server) tries a probe write.
 	DefaultProbeInterval = 2 * time.Second
+	// DefaultMaxBatch is the most Update calls committed together. It
+	// keeps a batch's savepoints within the 64 subtransactions PostgreSQL
+	// tracks per session without overflowing to disk.
+	DefaultMaxBatch = 64
+	// DefaultMaxBatchTime is how long a batch starts new functions; the
+	// calls it did not reach go to the next batch.
+	DefaultMaxBatchTime = 50 * time.Millisecond
 )
 
-// Backoff between the attempts of an Update that runs alone (see gate): a
-// random wait up to a bound that doubles from retryBase with every
-// attempt, capped at retryCap.
+// Backoff between the attempts of a batch that lost a serialization
+// conflict: a random wait up to a bound that doubles from retryBase with
+// every attempt, capped at retryCap.
 const (
 	retryBase = 1 * time.Millisecond
 	retryCap  = 50 * time.Millisecond
@@ -111,6 +124,14 @@ type Options struct {
 	// probe write checks whether writes work again. 0 means
 	// DefaultProbeInterval.
 	ProbeInterval time.Duration
+	// MaxBatch is the most Update calls committed in one transaction.
+	// 0 means DefaultMaxBatch; 1 turns group commit off (Update calls of
+	// one Store then commit one at a time).
+	MaxBatch int
+	// MaxBatchTime bounds how long a batch starts new functions: the
+	// calls it has not reached by then go to the next batch. 0 means
+	// DefaultMaxBatchTime.
+	MaxBatchTime time.Duration
 }
 
 // withDefaults checks o and fills in the defaults.
@@ -119,6 +140,7 @@ func (o Options) withDefaults() (Options, error) {
 	for name, d := range map[string]time.Duration{
 		"ConnectTimeout": o.ConnectTimeout, "QueryTimeout": o.QueryTimeout,
 		"IdleInTxTimeout": o.IdleInTxTimeout, "ProbeInterval": o.ProbeInterval,
+		"MaxBatchTime": o.MaxBatchTime,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("negative %s %v", name, d))
@@ -129,6 +151,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxAttempts < 0 {
 		errs = append(errs, fmt.Errorf("negative MaxAttempts %d", o.MaxAttempts))
+	}
+	if o.MaxBatch < 0 {
+		errs = append(errs, fmt.Errorf("negative MaxBatch %d", o.MaxBatch))
 	}
 	if o.Schema != "" && !validName(o.Schema) {
 		errs = append(errs, fmt.Errorf("schema name %q is not valid UTF-8 without NUL", o.Schema))
@@ -157,6 +182,12 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ProbeInterval == 0 {
 		o.ProbeInterval = DefaultProbeInterval
 	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	if o.MaxBatchTime == 0 {
+		o.MaxBatchTime = DefaultMaxBatchTime
+	}
 	return o, nil
 }
 
@@ -169,9 +200,16 @@ type Store struct {
 	opts  Options
 	where string // "user@host:port/database schema s", for errors
 
-	// gate lets Update attempts run together, except those of a call
-	// that lost a serialization conflict, which run alone.
-	gate gate
+	// The Update queue (batch.go): the calls waiting, oldest first, and
+	// whether a call leads a batch.
+	qmu     sync.Mutex
+	pending []*call
+	leading bool
+	// beforeBatch, when set (tests only), runs in the leader before it
+	// takes its batch from the queue; onCommit, when set (tests only),
+	// is told how many functions each commit held.
+	beforeBatch func()
+	onCommit    func(calls int)
 
 	health  store.WriteHealth
 	probing bool          // a probe goroutine runs; under mu
@@ -338,8 +376,10 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // View runs fn in a REPEATABLE READ, READ ONLY transaction: it sees one
-// consistent snapshot. Writes in it return store.ErrReadOnly. fn's error
-// is returned as is, unless a statement failed (the database went away),
+// consistent snapshot. The transaction begins with fn's first statement,
+// in the same round trip, and a function that sends none costs no round
+// trip at all. Writes in it return store.ErrReadOnly. fn's error is
+// returned as is, unless a statement failed (the database went away),
 // whose error is returned instead; a panic in fn is returned as a
 // *PanicError. When ctx is already done, View returns its error without
 // running fn.
@@ -351,20 +391,9 @@ func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
 		return store.ErrClosed
 	}
 	defer s.inflight.Done()
-	ro := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-	var ptx pgx.Tx
-	for retried := false; ; retried = true {
-		var err error
-		if ptx, err = s.begin(ctx, ro); err == nil {
-			break
-		}
-		if retried || classify(err, false) != retryConn {
-			return s.fail(ctx, "view: begin", err)
-		}
-		s.pool.Reset()
-	}
-	t := &tx{s: s, ctx: ctx, ptx: ptx}
-	defer s.rollback(ctx, ptx)
+	vc := &viewConn{s: s}
+	defer vc.end(ctx)
+	t := &tx{s: s, ctx: ctx, ptx: vc}
 	ferr := safeCall(fn, t)
 	if t.err != nil {
 		return s.fail(ctx, "view", t.err)
@@ -372,15 +401,107 @@ func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
 	return ferr
 }
 
-// Update runs fn in a SERIALIZABLE transaction and commits it. When
-// PostgreSQL reports a serialization failure or a deadlock, the
-// transaction is rolled back and fn runs again (up to MaxAttempts times,
-// alone among this Store's attempts, after a short random wait); when the connection was lost before the
-// commit, the pool is reset and fn runs once more. Only the last run's
-// writes are committed. fn's error is returned as is, and nothing fn wrote
-// is kept; a panic in fn is returned as a *PanicError, with the same
-// effect. When ctx is already done, Update returns its error without
-// running fn.
+// beginView begins a View's transaction.
+const beginView = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
+
+// viewConn is a View's transaction: it takes a pooled connection and
+// begins with the first statement, in one round trip.
+type viewConn struct {
+	s     *Store
+	c     *pgxpool.Conn // nil before the first statement
+	begun bool
+}
+
+// start takes a connection and sends beginView and sql. When the
+// connection turns out to be lost (the database restarted), before fn saw
+// anything, it resets the pool and tries once more on a new connection.
+func (v *viewConn) start(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	for retried := false; ; retried = true {
+		var err error
+		if v.c == nil {
+			actx, cancel := context.WithTimeout(ctx, v.s.opts.QueryTimeout)
+			v.c, err = v.s.pool.Acquire(actx)
+			cancel()
+		}
+		if err == nil {
+			var br pgx.BatchResults
+			if br, err = sendPrefixed(ctx, v.c, []string{beginView}, sql, args); err == nil {
+				v.begun = true
+				return br, nil
+			}
+		}
+		if v.c != nil {
+			v.c.Release()
+			v.c = nil
+		}
+		if retried || classify(err, false) != retryConn {
+			return nil, err
+		}
+		v.s.pool.Reset()
+	}
+}
+
+// end rolls the transaction back and returns the connection. pgxpool
+// closes a connection that is still in a transaction (a failed rollback).
+func (v *viewConn) end(ctx context.Context) {
+	if v.c == nil {
+		return
+	}
+	if v.begun {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), v.s.opts.QueryTimeout)
+		_, _ = v.c.Exec(rctx, `ROLLBACK`)
+		cancel()
+	}
+	v.c.Release()
+	v.c = nil
+}
+
+func (v *viewConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if v.begun {
+		return v.c.Exec(ctx, sql, args...)
+	}
+	br, err := v.start(ctx, sql, args)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return execLast(br)
+}
+
+func (v *viewConn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if v.begun {
+		return v.c.Query(ctx, sql, args...)
+	}
+	br, err := v.start(ctx, sql, args)
+	if err != nil {
+		return nil, err
+	}
+	return queryLast(br)
+}
+
+func (v *viewConn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if v.begun {
+		return v.c.QueryRow(ctx, sql, args...)
+	}
+	br, err := v.start(ctx, sql, args)
+	if err != nil {
+		return errRow{err}
+	}
+	return &batchRow{row: br.QueryRow(), br: br}
+}
+
+// Update runs fn in a SERIALIZABLE transaction and commits it, together
+// with the functions of other Update calls of this Store that are waiting
+// meanwhile (at most MaxBatch), each in a savepoint of its own (see
+// batch.go). When PostgreSQL reports a serialization failure or a
+// deadlock, the transaction is rolled back and the batch runs again (up
+// to MaxAttempts times, after a short random wait); when the connection
+// was lost before the commit, the pool is reset and the batch runs once
+// more. Only the last run's writes are committed. fn's error is returned
+// as is, and nothing fn wrote is kept; a panic in fn is returned as a
+// *PanicError, with the same effect; neither affects the other functions
+// of the batch. When ctx is done before fn's turn, Update returns its
+// error without running fn; once fn has run, Update waits for the commit
+// and returns its result.
 //
 // A write the database refuses (disk full, a read-only server) returns a
 // *store.WriteError, and WriteHealth tracks it.
@@ -393,117 +514,6 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	}
 	defer s.inflight.Done()
 	return s.update(ctx, fn)
-}
-
-// update is Update without the closed check (the probe uses it).
-func (s *Store) update(ctx context.Context, fn func(store.Tx) error) error {
-	var connErr error // the first lost connection's error
-	alone := false    // this call holds the gate exclusively
-	defer func() {
-		if alone {
-			s.gate.unlock()
-		}
-	}()
-	for attempt := 1; ; attempt++ {
-		if !alone {
-			if err := s.gate.rlock(ctx); err != nil {
-				return err
-			}
-		}
-		op, err, retry := s.attempt(ctx, fn)
-		if !alone {
-			s.gate.runlock()
-		}
-		if op == "" {
-			return err // nil, or fn's or a hook's own error
-		}
-		if connErr != nil {
-			err = fmt.Errorf("%w (after a lost connection: %w)", err, connErr)
-		}
-		switch retry {
-		case retryNo:
-			return s.fail(ctx, op, err)
-		case retryConn:
-			s.pool.Reset()
-			if connErr != nil {
-				return s.fail(ctx, op, err)
-			}
-			connErr = err
-		case retryConflict:
-			if attempt >= s.opts.MaxAttempts {
-				return s.fail(ctx, fmt.Sprintf("%s: gave up after %d attempts", op, attempt), err)
-			}
-			if !alone {
-				// Run again alone: the calls of this store that lost a
-				// conflict run again one at a time, with no new attempt
-				// beside them, so that the writers of a hot row (a
-				// shared counter) queue here instead of failing each
-				// other in the database, and none starves. The winner
-				// has committed: run again at once.
-				if err := s.gate.lock(ctx); err != nil {
-					return err
-				}
-				alone = true
-				continue
-			}
-		}
-		wait := time.Duration(rand.Int64N(int64(min(retryCap, retryBase<<min(attempt, 16)))))
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		case <-timer.C:
-		}
-	}
-}
-
-// attempt runs fn once in a new transaction and commits it. On failure it
-// returns the failing step (op, "" for success and for an error of fn or
-// of a hook, which is returned as is), the error, and whether to try
-// again.
-func (s *Store) attempt(ctx context.Context, fn func(store.Tx) error) (op string, err error, retry retryKind) {
-	ptx, err := s.begin(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
-	if err != nil {
-		return "update: begin", err, classify(err, false)
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			s.rollback(ctx, ptx)
-		}
-	}()
-	t := &tx{s: s, ctx: ctx, ptx: ptx, writable: true, run: &txRun{}}
-	ferr := safeCall(fn, t)
-	if t.err != nil {
-		return "update", t.err, classify(t.err, false)
-	}
-	if ferr != nil {
-		return "", ferr, retryNo
-	}
-	t.run.hooking = true
-	for _, hook := range t.run.hooks {
-		herr := safeCall(hook, t)
-		if t.err != nil {
-			return "update: pre-commit hook", t.err, classify(t.err, false)
-		}
-		if herr != nil {
-			return "", herr, retryNo
-		}
-	}
-	cctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
-	defer cancel()
-	committed = true
-	if err := ptx.Commit(cctx); err != nil {
-		if _, ok := errors.AsType[*pgconn.PgError](err); !ok && ctx.Err() == nil {
-			err = fmt.Errorf("outcome unknown, the connection failed during the commit: %w", err)
-		}
-		return "update: commit", err, classify(err, true)
-	}
-	if t.mods > 0 && s.health.State().Failing {
-		s.health.Succeeded(true)
-	}
-	return "", nil, retryNo
 }
 
 // begin starts a transaction, waiting at most QueryTimeout for a

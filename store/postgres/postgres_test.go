@@ -93,6 +93,10 @@ func TestStore(t *testing.T) {
 		{"Ping", testPing},
 		{"StatementTimeout", testStatementTimeout},
 		{"WriteHealth", testWriteHealth},
+		{"BatchCommits", testBatchCommits},
+		{"BatchFailures", testBatchFailures},
+		{"BatchCancelled", testBatchCancelled},
+		{"BatchGoexit", testBatchGoexit},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, c) })
 	}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/authsrv/authsrv/store"
 )
@@ -38,7 +39,7 @@ func validName(name string) bool {
 type tx struct {
 	s        *Store
 	ctx      context.Context
-	ptx      pgx.Tx
+	ptx      stmts
 	writable bool
 	// err is the first failed statement's error. PostgreSQL refuses every
 	// statement after it, so later calls return it without a round trip,
@@ -48,28 +49,54 @@ type tx struct {
 	mods int
 	// run is the PreCommit state of this run; nil for read transactions.
 	run *txRun
+	// shared is set once the function used PreCommit: it changed state
+	// that the other functions of its batch share, which rolling back
+	// to its savepoint would not undo.
+	shared bool
+}
+
+// stmts runs statements: a pgx.Tx, or an Update function's view of its
+// batch's transaction (fnConn).
+type stmts interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // txRun holds the values and hooks of store.PreCommitter for one run of
-// an Update function. A run that is rolled back (and retried) drops them.
+// a batch of Update functions (see batch.go). A run that is rolled back
+// (and retried) drops them.
 type txRun struct {
-	vals    map[any]any
-	hooks   []func(store.Tx) error
-	hooking bool // the hooks are running
+	vals  map[any]any
+	hooks []preHook
+	// owner is the call whose function runs now (the owner of the hooks
+	// it registers); hooking is set while the hooks run.
+	owner   *call
+	hooking bool
+}
+
+// preHook is a hook and the call whose function registered it: the
+// hook's error is that call's.
+type preHook struct {
+	fn    func(store.Tx) error
+	owner *call
 }
 
 var _ store.PreCommitter = (*tx)(nil)
 
 // PreCommit keeps key's value for this run of the transaction and
-// registers its hook, which runs once after the function returns nil, in
-// the same transaction, before the commit (see store.PreCommitter). In a
-// read transaction, or from a hook, it returns start's value and keeps
-// nothing.
+// registers its hook, which runs once after the last function of the
+// batch, in the same transaction, before the commit (see
+// store.PreCommitter). In a read transaction, or from a hook, it returns
+// start's value and keeps nothing.
 func (t *tx) PreCommit(key any, start func() (any, func(store.Tx) error)) any {
 	r := t.run
 	if r == nil {
 		v, _ := start()
 		return v
+	}
+	if !r.hooking {
+		t.shared = true
 	}
 	if v, ok := r.vals[key]; ok {
 		return v
@@ -83,7 +110,7 @@ func (t *tx) PreCommit(key any, start func() (any, func(store.Tx) error)) any {
 	}
 	r.vals[key] = v
 	if hook != nil {
-		r.hooks = append(r.hooks, hook)
+		r.hooks = append(r.hooks, preHook{fn: hook, owner: r.owner})
 	}
 	return v
 }
