@@ -44,7 +44,10 @@ var plainCompareFuncs = map[string]bool{
 // "path: function: expression" (or a prefix of it, "path: " for a whole
 // file), each with why it is no timing leak.
 var secretCompareAllowed = map[string]string{
-	"admin/admin.go: Service.rehash: rec.Hash != old": "both sides are the stored PHC hash (salted), read by the server after a successful login; no caller-supplied guess is compared",
+	"piimport/read.go: reader.readConfig: strings.Compare(a.Key, b.Key)": "a.Key is the name of a privacyIDEA setting (the config table's Key column), sorted for a stable order; not key material",
+	"store/copy.go: verifyCopy: got.keys != w.keys":                      "keys is a bucket's key count, compared after a copy; no secret and no caller-supplied guess",
+	"token/service.go: UpgradePIN: t.PIN == old":                         "both sides are the stored PHC hash (salted), read by the server after a successful PIN check, as in admin's rehash; no caller-supplied guess is compared",
+	"admin/admin.go: Service.rehash: rec.Hash != old":                    "both sides are the stored PHC hash (salted), read by the server after a successful login; no caller-supplied guess is compared",
 	"audit/verify.go: ":           "the audit log's hash chain: digests of entries any auditor may read, compared by the verifier; no secret and no caller-supplied guess",
 	"audit/audit.go: checkSeal: ": "a commit's seal digest over entry hashes any auditor may read, compared for sig_check and before retention seals a cut commit anew; no secret and no caller-supplied guess",
 	"policy/condition.go: condHeader: strings.EqualFold(k, key)":      "key is an HTTP header name (a map key), not key material",
