@@ -249,8 +249,12 @@ func newStore(pol policy, path string, limit int64, env resolver.Env) (*store, e
 		// appear after the store is configured.
 		_ = s.load(s.bg, false)
 		s.loading.Store(false)
-		close(s.first)
+		// sem is released before first is closed: a call that has
+		// waited for the first load and finds the file changed must be
+		// able to look at it, not take the load's own hold on sem for
+		// another caller's.
 		<-s.sem
+		close(s.first)
 	}()
 	return s, nil
 }
