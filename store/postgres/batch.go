@@ -34,8 +34,10 @@ import (
 // Because every writer of a node goes through one transaction at a time,
 // the writers of a hot row on one node (the audit chain's head, which
 // every request updates) no longer fail each other: they share a commit.
-// Conflicts remain between nodes, and a batch that lost one runs again
-// after a short random wait.
+// Between nodes, each batch first takes the schema's writer lock
+// (see savepoints), so the nodes' batches take turns too. SERIALIZABLE stays
+// as the guard for any writer that does not lock; a batch that loses a
+// conflict runs again after a short random wait.
 
 // errGoexit is the result of an Update whose function called
 // runtime.Goexit (t.FailNow does); Update then calls runtime.Goexit on its
@@ -355,7 +357,7 @@ func (r *batchRun) attempt(calls []*call) outcome {
 		r.ptx = nil
 	}()
 	run := &txRun{}
-	sp := &savepoints{ptx: ptx}
+	sp := &savepoints{ptx: ptx, lock: s.q.lockWriters}
 	start := time.Now()
 	var ran []*call
 	mods := 0
@@ -405,7 +407,7 @@ func (r *batchRun) attempt(calls []*call) outcome {
 	}
 	run.hooking = true
 	for _, h := range run.hooks {
-		t := &tx{s: s, ctx: ctx, ptx: ptx, writable: true, run: run}
+		t := &tx{s: s, ctx: ctx, ptx: &fnConn{sp: sp}, writable: true, run: run}
 		r.running = h.owner
 		herr := safeCall(h.fn, t)
 		r.running = nil
@@ -453,11 +455,23 @@ func (s *Store) putBack(calls []*call) {
 	s.qmu.Unlock()
 }
 
-// savepoints is the savepoint state of a batch's transaction: one
-// savepoint, named f, is open at a time.
+// savepoints is the state of a batch's transaction: the writer lock, and
+// the savepoint, named f, of which one is open at a time.
+//
+// The transaction's first statement is preceded by lock, the LOCK of the
+// schema's writer table, in the same round trip. The writers of all
+// nodes then run one after the other, each on a snapshot taken once the
+// previous one has committed: nodes wait for each other instead of
+// failing each other on the rows every request writes (the audit chain's
+// head and sequence). A LOCK statement does not fix the snapshot of a
+// SERIALIZABLE transaction (its first query does); a SELECT of an
+// advisory lock would, before the wait. The lock ends with the
+// transaction.
 type savepoints struct {
-	ptx  pgx.Tx
-	open bool // a savepoint f exists
+	ptx    pgx.Tx
+	lock   string
+	locked bool // lock went through
+	open   bool // a savepoint f exists
 }
 
 // rollback rolls the transaction back to the savepoint, which stays open.
@@ -468,10 +482,11 @@ func (sp *savepoints) rollback(ctx context.Context, timeout time.Duration) error
 	return err
 }
 
-// fnConn is the transaction as one function of a batch sees it: with use
-// set, its first statement is preceded by a new savepoint (after the
-// release of the previous function's), sent in the same round trip, so
-// that the function can be rolled back alone.
+// fnConn is the transaction as one function (or hook) of a batch sees
+// it: its first statement is preceded by the writer lock when nothing
+// took it yet and, with use set, by a new savepoint (after the release of
+// the previous function's), sent in the same round trip, so that the
+// function can be rolled back alone.
 type fnConn struct {
 	sp  *savepoints
 	use bool
@@ -480,17 +495,24 @@ type fnConn struct {
 
 // prefix returns the statements to send before the next one.
 func (f *fnConn) prefix() []string {
+	var p []string
+	if !f.sp.locked {
+		p = append(p, f.sp.lock)
+	}
 	switch {
 	case !f.use || f.set:
-		return nil
 	case f.sp.open:
-		return []string{`RELEASE SAVEPOINT f`, `SAVEPOINT f`}
+		p = append(p, `RELEASE SAVEPOINT f`, `SAVEPOINT f`)
+	default:
+		p = append(p, `SAVEPOINT f`)
 	}
-	return []string{`SAVEPOINT f`}
+	return p
 }
 
-// sent records that the prefix went through: the savepoint is open.
+// sent records that the prefix went through: the lock is held and the
+// savepoint is open.
 func (f *fnConn) sent() {
+	f.sp.locked = true
 	if f.use {
 		f.sp.open, f.set = true, true
 	}

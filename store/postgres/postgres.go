@@ -259,15 +259,20 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.Schema != DefaultSchema {
 		where += " schema " + opts.Schema
 	}
+	q := newQueries(opts.Schema)
+	cfg.AfterConnect = q.prepare
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, redact(fmt.Errorf("store/postgres: open %s: %w", where, err), password)
 	}
-	s := &Store{pool: pool, q: newQueries(opts.Schema), opts: opts, where: where, closing: make(chan struct{})}
+	s := &Store{pool: pool, q: q, opts: opts, where: where, closing: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, redact(openError(ctx, where, err), password)
 	}
+	// The connections made before the migration could not prepare
+	// statements on tables that did not exist yet.
+	pool.Reset()
 	return s, nil
 }
 

@@ -8,10 +8,13 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // SchemaVersion is the version of the tables this release writes.
-const SchemaVersion = 1
+// Version 2 added the writer lock table: a release before it would write
+// without taking the lock, so it must refuse the database.
+const SchemaVersion = 2
 
 // ErrSchemaTooNew is wrapped by Open's error when a newer release has
 // migrated the database: this one would misread it.
@@ -22,6 +25,9 @@ const (
 	versionTable = "authsrv_schema"
 	kvTable      = "authsrv_kv"
 	seqTable     = "authsrv_seq"
+	// writerTable holds no rows: every Update locks it first, so that the
+	// writers of all nodes take turns (see savepoints in batch.go).
+	writerTable = "authsrv_writer"
 )
 
 // migrations[v] takes the tables from version v to v+1. Bucket names are
@@ -39,6 +45,9 @@ var migrations = [SchemaVersion][]string{
 			bucket text COLLATE "C" NOT NULL PRIMARY KEY,
 			seq    bigint NOT NULL
 		) WITH (fillfactor = 50)`,
+	},
+	1: {
+		`CREATE TABLE {writer} ()`,
 	},
 }
 
@@ -120,7 +129,7 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // queries are the statements of the store, with the schema's table names.
 type queries struct {
-	kv, seq string // quoted, schema-qualified table names
+	kv, seq, writer string // quoted, schema-qualified table names
 
 	get, put, del     string
 	scanGE, scanGEUpp string // key >= $2 [AND key < $3] ORDER BY key LIMIT $n
@@ -128,12 +137,14 @@ type queries struct {
 	last, prev        string // descending: the last key, the last key < $2
 	seq1, nextSeq     string
 	delBucket         string
+	lockWriters       string
 }
 
 func newQueries(schema string) queries {
 	q := queries{
-		kv:  pgx.Identifier{schema, kvTable}.Sanitize(),
-		seq: pgx.Identifier{schema, seqTable}.Sanitize(),
+		kv:     pgx.Identifier{schema, kvTable}.Sanitize(),
+		seq:    pgx.Identifier{schema, seqTable}.Sanitize(),
+		writer: pgx.Identifier{schema, writerTable}.Sanitize(),
 	}
 	q.get = q.expand(`SELECT value FROM {kv} WHERE bucket = $1 AND key = $2`)
 	q.put = q.expand(`INSERT INTO {kv} (bucket, key, value) VALUES ($1, $2, $3)
@@ -149,10 +160,35 @@ func newQueries(schema string) queries {
 	q.nextSeq = q.expand(`INSERT INTO {seq} AS s (bucket, seq) VALUES ($1, 1)
 		ON CONFLICT (bucket) DO UPDATE SET seq = s.seq + 1 RETURNING seq`)
 	q.delBucket = q.expand(`WITH d AS (DELETE FROM {kv} WHERE bucket = $1) DELETE FROM {seq} WHERE bucket = $1`)
+	// EXCLUSIVE conflicts with itself and not with the ACCESS SHARE of
+	// readers.
+	q.lockWriters = q.expand(`LOCK TABLE {writer} IN EXCLUSIVE MODE`)
 	return q
+}
+
+// prepare prepares the store's statements on a new connection, each under
+// its own text as name, so that pgx uses them without parsing them again.
+// This matters for the writer lock (see savepoints in batch.go): a
+// transaction's first statement goes in one round trip after the LOCK,
+// and a statement parsed there would be parsed before the LOCK ran,
+// fixing the transaction's snapshot before the wait. Tables that do not
+// exist yet (a database Open is about to migrate) are no error: Open
+// makes new connections after the migration.
+func (q queries) prepare(ctx context.Context, c *pgx.Conn) error {
+	for _, sql := range []string{q.lockWriters, q.get, q.put, q.del, q.scanGE, q.scanGEUpp, q.scanGT, q.scanGTUpp,
+		q.last, q.prev, q.seq1, q.nextSeq, q.delBucket} {
+		if _, err := c.Prepare(ctx, sql, sql); err != nil {
+			// undefined_table, invalid_schema_name
+			if pe, ok := errors.AsType[*pgconn.PgError](err); ok && (pe.Code == "42P01" || pe.Code == "3F000") {
+				return nil
+			}
+			return fmt.Errorf("prepare the store's statements: %w", err)
+		}
+	}
+	return nil
 }
 
 // expand puts the table names into a statement.
 func (q queries) expand(stmt string) string {
-	return strings.NewReplacer("{kv}", q.kv, "{seq}", q.seq).Replace(stmt)
+	return strings.NewReplacer("{kv}", q.kv, "{seq}", q.seq, "{writer}", q.writer).Replace(stmt)
 }
