@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -279,26 +278,8 @@ func TestStoreConnectFailures(t *testing.T) {
 
 	// A port that accepts connections and never answers: the connect
 	// timeout ends the wait.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	var mu sync.Mutex
-	var held []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
 	silent := *u
-	silent.Host = ln.Addr().String()
+	silent.Host = testsvc.BlackHole(t)
 	closedLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -322,11 +303,5 @@ func TestStoreConnectFailures(t *testing.T) {
 				t.Errorf("%s: gave up after %s, want about the 1 s connect timeout", name, took)
 			}
 		})
-	}
-	_ = ln.Close()
-	mu.Lock()
-	defer mu.Unlock()
-	for _, c := range held {
-		_ = c.Close()
 	}
 }

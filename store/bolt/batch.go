@@ -147,7 +147,7 @@ func (r *batchRun) commit(calls []*call) (failed int, inHook bool, err error) {
 	r.btx = btx
 	before := btx.Size()
 	probe := false
-	run := &txRun{}
+	run := &store.PreCommits[int]{}
 	fail := func(i int, hook bool, err error) (int, bool, error) {
 		r.running = nil
 		r.btx = nil
@@ -157,20 +157,20 @@ func (r *batchRun) commit(calls []*call) (failed int, inHook bool, err error) {
 	for i, c := range calls {
 		probe = probe || c.probe
 		r.running = c
-		run.owner = i
+		run.Owner = i
 		t := newTx(btx)
 		t.run = run
 		if err := safeCall(c.fn, t); err != nil {
 			return fail(i, false, err)
 		}
 	}
-	run.hooking = true
-	for _, h := range run.hooks {
-		r.running = calls[h.owner]
+	run.Hooking = true
+	for _, h := range run.Hooks {
+		r.running = calls[h.Owner]
 		t := newTx(btx)
 		t.run = run
-		if err := safeCall(h.fn, t); err != nil {
-			return fail(h.owner, true, err)
+		if err := safeCall(h.Fn, t); err != nil {
+			return fail(h.Owner, true, err)
 		}
 	}
 	r.running = nil

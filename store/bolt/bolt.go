@@ -69,18 +69,15 @@ type DB struct {
 	// while commits are refused (see probe.go).
 	health     store.WriteHealth
 	probeEvery time.Duration
-	probing    bool          // a probe goroutine runs; under mu
-	closing    chan struct{} // closed by Close
 
+	// life holds the calls (View, Update, Snapshot) and the background
+	// goroutines (the probe, the resident trim) that Close waits for.
+	life store.Lifecycle
+
+	// mu guards the Update queue.
 	mu      sync.Mutex
-	closed  bool
 	leading bool    // a caller is running a batch
 	pending []*call // queued Update calls, oldest first
-
-	inflight  sync.WaitGroup // View, Update and Snapshot calls Close waits for
-	probeWG   sync.WaitGroup // the probe goroutine, which Close waits for
-	closeOnce sync.Once
-	closeErr  error
 
 	// beforeBatch, when set (tests only), runs in the leader before it
 	// takes its batch from the queue.
@@ -185,8 +182,7 @@ func open(path string, opts Options, noSync bool) (*DB, error) {
 			return nil, fmt.Errorf("open %s: sync directory: %w", path, err)
 		}
 	}
-	db := &DB{bdb: bdb, path: path, maxBatch: opts.MaxBatch, probeEvery: opts.ProbeInterval, closing: make(chan struct{}),
-		onCommit: opts.OnCommit}
+	db := &DB{bdb: bdb, path: path, maxBatch: opts.MaxBatch, probeEvery: opts.ProbeInterval, onCommit: opts.OnCommit}
 	db.startResidentTrim(opts.ResidentLimit, opts.ResidentInterval)
 	return db, nil
 }
@@ -209,35 +205,17 @@ func syncDir(dir string) error {
 // Path returns the file name the store was opened with.
 func (db *DB) Path() string { return db.path }
 
-// enter registers a call that Close must wait for. It reports false after
-// Close.
-func (db *DB) enter() bool {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.closed {
-		return false
-	}
-	db.inflight.Add(1)
-	return true
-}
-
 // Close waits for running calls to finish and closes the file. Later calls
 // return store.ErrClosed; Close itself may be called any number of times
 // and always returns the first call's result. It must not be called from
 // inside a View or Update function.
 func (db *DB) Close() error {
-	db.closeOnce.Do(func() {
-		db.mu.Lock()
-		db.closed = true
-		close(db.closing)
-		db.mu.Unlock()
-		db.inflight.Wait()
-		db.probeWG.Wait()
+	return db.life.Close(func() error {
 		if err := db.bdb.Close(); err != nil {
-			db.closeErr = fmt.Errorf("close %s: %w", db.path, err)
+			return fmt.Errorf("close %s: %w", db.path, err)
 		}
+		return nil
 	})
-	return db.closeErr
 }
 
 // View runs fn in a read-only transaction that sees one consistent
@@ -251,10 +229,10 @@ func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if !db.enter() {
+	if !db.life.Enter() {
 		return store.ErrClosed
 	}
-	defer db.inflight.Done()
+	defer db.life.Done()
 	btx, err := db.bdb.Begin(false)
 	if err != nil {
 		return mapErr(err)
@@ -295,14 +273,12 @@ func (db *DB) update(ctx context.Context, fn func(store.Tx) error, probe bool) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c := &call{fn: fn, wake: make(chan struct{}, 1), probe: probe}
-	db.mu.Lock()
-	if db.closed {
-		db.mu.Unlock()
+	if !db.life.Enter() {
 		return store.ErrClosed
 	}
-	db.inflight.Add(1)
-	defer db.inflight.Done()
+	defer db.life.Done()
+	c := &call{fn: fn, wake: make(chan struct{}, 1), probe: probe}
+	db.mu.Lock()
 	db.pending = append(db.pending, c)
 	lead := !db.leading
 	db.leading = true
@@ -329,10 +305,10 @@ func (db *DB) Snapshot(ctx context.Context, w io.Writer) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if !db.enter() {
+	if !db.life.Enter() {
 		return 0, store.ErrClosed
 	}
-	defer db.inflight.Done()
+	defer db.life.Done()
 	btx, err := db.bdb.Begin(false)
 	if err != nil {
 		return 0, mapErr(err)

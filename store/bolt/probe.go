@@ -73,55 +73,21 @@ func (db *DB) dataSize() int64 {
 	return tx.Size()
 }
 
-// startProbe starts the probe goroutine unless it runs.
+// startProbe starts the probe goroutine unless it runs: every probeEvery
+// while writes fail, it calls probe.
 func (db *DB) startProbe() {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.probing || db.closed {
-		return
-	}
-	db.probing = true
-	db.probeWG.Add(1)
-	go db.probeLoop()
-}
-
-// probeLoop probes every probeEvery while writes fail.
-func (db *DB) probeLoop() {
-	defer db.probeWG.Done()
-	tick := time.NewTicker(db.probeEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-db.closing:
-			db.mu.Lock()
-			db.probing = false
-			db.mu.Unlock()
-			return
-		case <-tick.C:
-		}
-		db.mu.Lock()
-		if !db.health.State().Failing {
-			// Checked under mu: a failure that begins after this
-			// starts a new goroutine.
-			db.probing = false
-			db.mu.Unlock()
-			return
-		}
-		db.mu.Unlock()
-		db.probe()
-	}
+	db.life.StartProbe(db.probeEvery, func() bool { return db.health.State().Failing }, db.probe)
 }
 
 // probe writes a value that needs new space and deletes it again. Its
 // commits report to the write state like any other.
-func (db *DB) probe() {
+func (db *DB) probe(ctx context.Context) {
 	size := minProbeBytes
 	if st := db.bdb.Stats(); st.FreePageN+st.PendingPageN > 0 {
 		size = max(size, (st.FreePageN+st.PendingPageN+2)*db.bdb.Info().PageSize)
 	}
 	size = min(size, maxProbeBytes)
 	value := make([]byte, size)
-	ctx := context.Background()
 	err := db.update(ctx, func(tx store.Tx) error {
 		return tx.Bucket(store.MetaBucket).Put(probeKey, value)
 	}, true)

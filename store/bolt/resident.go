@@ -52,15 +52,13 @@ func (db *DB) startResidentTrim(limit int64, every time.Duration) {
 		statm.close()
 		return
 	}
-	db.probeWG.Add(1)
-	go func() {
-		defer db.probeWG.Done()
+	db.life.Go(func(closing <-chan struct{}) {
 		defer statm.close()
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
-			case <-db.closing:
+			case <-closing:
 				return
 			case <-t.C:
 			}
@@ -71,7 +69,7 @@ func (db *DB) startResidentTrim(limit int64, every time.Duration) {
 			}
 			_ = db.trim()
 		}
-	}()
+	})
 }
 
 // Resident counts the store file's pages that are mapped in the process.
@@ -127,10 +125,10 @@ func (db *DB) residentOp(trim bool) (ResidentStats, error) {
 // a read transaction: bbolt holds its map lock for reading while one is
 // open, so the map cannot move or shrink under fn's system calls.
 func (db *DB) inMapLock(fn func(data uintptr, size int64) error) error {
-	if !db.enter() {
+	if !db.life.Enter() {
 		return store.ErrClosed
 	}
-	defer db.inflight.Done()
+	defer db.life.Done()
 	btx, err := db.bdb.Begin(false)
 	if err != nil {
 		return mapErr(err)

@@ -21,56 +21,20 @@ type tx struct {
 	btx  *bbolt.Tx
 	gen  int // bumped by DeleteBucket: bucket handles must look up again
 	mods int // bumped by every write: open iterations must re-seek
-	// run is the state the functions of one commit share (PreCommit);
-	// nil for read transactions.
-	run *txRun
+	// run is the state the functions of one commit share (PreCommit),
+	// each owning the hooks it registers by its index in the batch; nil
+	// for read transactions.
+	run *store.PreCommits[int]
 }
 
 func newTx(btx *bbolt.Tx) *tx { return &tx{btx: btx} }
-
-// txRun is what the functions of one run of a write transaction share:
-// the values and hooks of PreCommit.
-type txRun struct {
-	vals  map[any]any
-	hooks []preHook
-	// owner is the index of the function running now (the owner of the
-	// hooks it registers); hooking is set while the hooks run.
-	owner   int
-	hooking bool
-}
-
-// preHook is a hook registered by function owner.
-type preHook struct {
-	fn    func(store.Tx) error
-	owner int
-}
 
 var _ store.PreCommitter = (*tx)(nil)
 
 // PreCommit keeps key's value for this run of the transaction and
 // registers its hook (see store.PreCommitter).
 func (t *tx) PreCommit(key any, start func() (any, func(store.Tx) error)) any {
-	r := t.run
-	if r == nil {
-		// A read transaction: nothing commits, nothing to run.
-		v, _ := start()
-		return v
-	}
-	if v, ok := r.vals[key]; ok {
-		return v
-	}
-	v, hook := start()
-	if r.hooking {
-		return v
-	}
-	if r.vals == nil {
-		r.vals = map[any]any{}
-	}
-	r.vals[key] = v
-	if hook != nil {
-		r.hooks = append(r.hooks, preHook{fn: hook, owner: r.owner})
-	}
-	return v
+	return t.run.PreCommit(key, start)
 }
 
 func (t *tx) Writable() bool { return t.btx.Writable() }

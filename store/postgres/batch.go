@@ -356,7 +356,7 @@ func (r *batchRun) attempt(calls []*call) outcome {
 		}
 		r.ptx = nil
 	}()
-	run := &txRun{}
+	run := &store.PreCommits[*call]{}
 	sp := &savepoints{ptx: ptx, lock: s.q.lockWriters}
 	start := time.Now()
 	var ran []*call
@@ -372,7 +372,7 @@ func (r *batchRun) attempt(calls []*call) outcome {
 		}
 		fc := &fnConn{sp: sp, use: multi}
 		t := &tx{s: s, ctx: ctx, ptx: fc, writable: true, run: run}
-		run.owner = c
+		run.Owner = c
 		r.running = c
 		ferr := safeCall(c.fn, t)
 		r.running = nil
@@ -405,17 +405,17 @@ func (r *batchRun) attempt(calls []*call) outcome {
 	if len(ran) == 0 {
 		return outcome{} // nothing ran: nothing to commit
 	}
-	run.hooking = true
-	for _, h := range run.hooks {
+	run.Hooking = true
+	for _, h := range run.Hooks {
 		t := &tx{s: s, ctx: ctx, ptx: &fnConn{sp: sp}, writable: true, run: run}
-		r.running = h.owner
-		herr := safeCall(h.fn, t)
+		r.running = h.Owner
+		herr := safeCall(h.Fn, t)
 		r.running = nil
 		if t.err != nil {
 			return outcome{op: "update: pre-commit hook", err: t.err, retry: classify(t.err, false)}
 		}
 		if herr != nil {
-			return outcome{culprit: h.owner, final: len(ran) == 1, res: herr}
+			return outcome{culprit: h.Owner, final: len(ran) == 1, res: herr}
 		}
 		mods += t.mods
 	}

@@ -23,55 +23,20 @@ var probeKey = []byte("postgres_write_probe")
 // WriteHealth is the store's write state.
 func (s *Store) WriteHealth() *store.WriteHealth { return &s.health }
 
-// startProbe starts the probe goroutine unless it runs.
+// startProbe starts the probe goroutine unless it runs: every
+// ProbeInterval while writes fail, it calls probe.
 func (s *Store) startProbe() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.probing || s.closed {
-		return
-	}
-	s.probing = true
-	s.probeWG.Add(1)
-	go s.probe()
+	s.life.StartProbe(s.opts.ProbeInterval, func() bool { return s.health.State().Failing }, s.probe)
 }
 
-// probe writes every ProbeInterval until a write works or the store
-// closes.
-func (s *Store) probe() {
-	defer s.probeWG.Done()
-	defer func() {
-		s.mu.Lock()
-		s.probing = false
-		s.mu.Unlock()
-		// A failure that began after the loop's last look gets a probe.
-		if s.health.State().Failing {
-			s.startProbe()
+// probe writes and deletes a value in one transaction: a successful commit
+// that writes ends the failure (attempt). ctx is cancelled at Close.
+func (s *Store) probe(ctx context.Context) {
+	_ = s.update(ctx, func(tx store.Tx) error {
+		b := tx.Bucket(store.MetaBucket)
+		if err := b.Put(probeKey, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+			return err
 		}
-	}()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-s.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	tick := time.NewTicker(s.opts.ProbeInterval)
-	defer tick.Stop()
-	for s.health.State().Failing {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		// A successful commit that writes ends the failure (attempt).
-		_ = s.update(ctx, func(tx store.Tx) error {
-			b := tx.Bucket(store.MetaBucket)
-			if err := b.Put(probeKey, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
-				return err
-			}
-			return b.Delete(probeKey)
-		})
-	}
+		return b.Delete(probeKey)
+	})
 }

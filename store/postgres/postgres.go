@@ -211,15 +211,10 @@ type Store struct {
 	beforeBatch func()
 	onCommit    func(calls int)
 
-	health  store.WriteHealth
-	probing bool          // a probe goroutine runs; under mu
-	closing chan struct{} // closed by Close
-
-	mu        sync.Mutex
-	closed    bool
-	inflight  sync.WaitGroup // View and Update calls Close waits for
-	probeWG   sync.WaitGroup // the probe goroutine
-	closeOnce sync.Once
+	health store.WriteHealth
+	// life holds the calls (View, Update, Ping) and the probe goroutine
+	// that Close waits for.
+	life store.Lifecycle
 }
 
 var (
@@ -265,7 +260,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, redact(fmt.Errorf("store/postgres: open %s: %w", where, err), password)
 	}
-	s := &Store{pool: pool, q: q, opts: opts, where: where, closing: make(chan struct{})}
+	s := &Store{pool: pool, q: q, opts: opts, where: where}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, redact(openError(ctx, where, err), password)
@@ -338,29 +333,13 @@ func redact(err error, password string) error {
 	return &redactedError{text: strings.ReplaceAll(err.Error(), password, "xxxxx"), err: err}
 }
 
-// enter registers a call that Close waits for; false after Close.
-func (s *Store) enter() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.inflight.Add(1)
-	return true
-}
-
 // Close waits for running calls to finish and closes the pool. Later calls
 // return store.ErrClosed. It is safe to call more than once and always
 // returns nil. It must not be called from inside a View or Update function.
 func (s *Store) Close() error {
-	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		close(s.closing)
-		s.mu.Unlock()
-		s.inflight.Wait()
-		s.probeWG.Wait()
+	_ = s.life.Close(func() error {
 		s.pool.Close()
+		return nil
 	})
 	return nil
 }
@@ -368,10 +347,10 @@ func (s *Store) Close() error {
 // Ping checks that the database answers, within QueryTimeout. Health
 // probes call it.
 func (s *Store) Ping(ctx context.Context) error {
-	if !s.enter() {
+	if !s.life.Enter() {
 		return store.ErrClosed
 	}
-	defer s.inflight.Done()
+	defer s.life.Done()
 	ctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
 	defer cancel()
 	if err := s.pool.Ping(ctx); err != nil {
@@ -392,10 +371,10 @@ func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if !s.enter() {
+	if !s.life.Enter() {
 		return store.ErrClosed
 	}
-	defer s.inflight.Done()
+	defer s.life.Done()
 	vc := &viewConn{s: s}
 	defer vc.end(ctx)
 	t := &tx{s: s, ctx: ctx, ptx: vc}
@@ -514,10 +493,10 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if !s.enter() {
+	if !s.life.Enter() {
 		return store.ErrClosed
 	}
-	defer s.inflight.Done()
+	defer s.life.Done()
 	return s.update(ctx, fn)
 }
 

@@ -47,8 +47,11 @@ type tx struct {
 	err error
 	// mods counts writes: open iterations must look again.
 	mods int
-	// run is the PreCommit state of this run; nil for read transactions.
-	run *txRun
+	// run is the PreCommit state of this run of a batch of Update
+	// functions (see batch.go), each owning the hooks it registers by its
+	// call; a run that is rolled back (and retried) drops it. nil for
+	// read transactions.
+	run *store.PreCommits[*call]
 	// shared is set once the function used PreCommit: it changed state
 	// that the other functions of its batch share, which rolling back
 	// to its savepoint would not undo.
@@ -63,25 +66,6 @@ type stmts interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// txRun holds the values and hooks of store.PreCommitter for one run of
-// a batch of Update functions (see batch.go). A run that is rolled back
-// (and retried) drops them.
-type txRun struct {
-	vals  map[any]any
-	hooks []preHook
-	// owner is the call whose function runs now (the owner of the hooks
-	// it registers); hooking is set while the hooks run.
-	owner   *call
-	hooking bool
-}
-
-// preHook is a hook and the call whose function registered it: the
-// hook's error is that call's.
-type preHook struct {
-	fn    func(store.Tx) error
-	owner *call
-}
-
 var _ store.PreCommitter = (*tx)(nil)
 
 // PreCommit keeps key's value for this run of the transaction and
@@ -90,29 +74,10 @@ var _ store.PreCommitter = (*tx)(nil)
 // store.PreCommitter). In a read transaction, or from a hook, it returns
 // start's value and keeps nothing.
 func (t *tx) PreCommit(key any, start func() (any, func(store.Tx) error)) any {
-	r := t.run
-	if r == nil {
-		v, _ := start()
-		return v
-	}
-	if !r.hooking {
+	if t.run != nil && !t.run.Hooking {
 		t.shared = true
 	}
-	if v, ok := r.vals[key]; ok {
-		return v
-	}
-	v, hook := start()
-	if r.hooking {
-		return v
-	}
-	if r.vals == nil {
-		r.vals = map[any]any{}
-	}
-	r.vals[key] = v
-	if hook != nil {
-		r.hooks = append(r.hooks, preHook{fn: hook, owner: r.owner})
-	}
-	return v
+	return t.run.PreCommit(key, start)
 }
 
 func (t *tx) Writable() bool { return t.writable }
