@@ -128,10 +128,18 @@ func BenchmarkListSet(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var ls *listSet
+	var ls, spare *listSet
+	need := func(b *testing.B) {
+		if ls != nil {
+			return
+		}
+		if err := db.View(b.Context(), func(tx store.Tx) error { ls = buildListSet(tx, nil); return nil }); err != nil || ls == nil {
+			b.Fatal("no set", err)
+		}
+	}
 	b.Run("build", func(b *testing.B) {
 		for b.Loop() {
-			if err := db.View(b.Context(), func(tx store.Tx) error { ls = buildListSet(tx); return nil }); err != nil || ls == nil {
+			if err := db.View(b.Context(), func(tx store.Tx) error { ls = buildListSet(tx, nil); return nil }); err != nil || ls == nil {
 				b.Fatal("no set", err)
 			}
 		}
@@ -142,7 +150,7 @@ func BenchmarkListSet(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		var fresh *listSet
-		if err := db.View(b.Context(), func(tx store.Tx) error { fresh = buildListSet(tx); return nil }); err != nil || fresh == nil {
+		if err := db.View(b.Context(), func(tx store.Tx) error { fresh = buildListSet(tx, nil); return nil }); err != nil || fresh == nil {
 			b.Fatal("no set", err)
 		}
 		runtime.GC()
@@ -152,6 +160,7 @@ func BenchmarkListSet(b *testing.B) {
 		runtime.KeepAlive(fresh)
 	})
 	b.Run("patch-1", func(b *testing.B) {
+		need(b)
 		for b.Loop() {
 			b.StopTimer()
 			t := &Token{ID: 1, Serial: "OATH-NEW", Type: "totp", Info: map[string]string{}}
@@ -168,7 +177,42 @@ func BenchmarkListSet(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			if err := db.View(b.Context(), func(tx store.Tx) error { ls = patchListSet(tx, ls); return nil }); err != nil || ls == nil {
+			// As the Service does: the set before is no longer read, and
+			// the next patch writes into its memory.
+			if err := db.View(b.Context(), func(tx store.Tx) error { ls, spare = patchListSet(tx, ls, spare), ls; return nil }); err != nil || ls == nil {
+				b.Fatal("no patch", err)
+			}
+		}
+	})
+	// 1,000 changes (owner realm changes of spread-out tokens) between
+	// two lists: the first list after them patches the set.
+	b.Run("patch-1000", func(b *testing.B) {
+		need(b)
+		round := 0
+		for b.Loop() {
+			b.StopTimer()
+			round++
+			if err := db.Update(b.Context(), func(tx store.Tx) error {
+				for j := range 1000 {
+					i := (j*(n/1000) + round) % n
+					old, err := loadUncached(tx, fmt.Sprintf("OATH%08X", uint32(i)*2654435761))
+					if err != nil || old == nil {
+						return fmt.Errorf("token %d: %v", i, err)
+					}
+					t := *old
+					t.Realms = []string{fmt.Sprintf("r%d", round%2)}
+					if err := s.save(tx, old, &t); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			// As the Service does: the set before is no longer read, and
+			// the next patch writes into its memory.
+			if err := db.View(b.Context(), func(tx store.Tx) error { ls, spare = patchListSet(tx, ls, spare), ls; return nil }); err != nil || ls == nil {
 				b.Fatal("no patch", err)
 			}
 		}

@@ -741,6 +741,7 @@ func (s *Service) listBySerial(tx store.Tx, f *Filter, desc bool, start, size in
 	}
 	if work > s.setMinWork && setAnswers(f) {
 		if ls := s.currentListSet(tx); ls != nil {
+			defer s.releaseSet(ls)
 			return s.listFromSet(tx, ls, f, desc, start, size)
 		}
 	}

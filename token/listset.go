@@ -45,6 +45,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/authsrv/authsrv/internal/offheap"
@@ -140,14 +141,23 @@ const (
 )
 
 // listSet is the compact in-memory copy of the list attributes of every
-// token at one generation. It is never changed once built.
+// token at one generation. It is not changed while anything reads it.
 //
 // At scale its columns live outside the Go heap (in mem, freed once the
 // set is unreachable), so that the collector neither counts them in its
 // heap goal nor scans them. Every method that reads the columns keeps the
 // set reachable until it is done (runtime.KeepAlive) and returns copies,
 // never the columns' memory; text is for those methods alone.
+//
+// refs counts the lists reading the set, plus one while it is the
+// Service's current set. When it falls to zero the set is recycled: the
+// next patch or build writes the new set into its memory, which is
+// already mapped and touched. A fresh mapping costs a page fault per page
+// on first touch, several times the copy itself (at 1M tokens a patch
+// took 110 ms in fresh memory, most of it faults, and the old sets
+// waited for a collection to be unmapped).
 type listSet struct {
+	refs  atomic.Int32
 	mem   *offheap.Arena
 	gen   uint64
 	lower []byte   // serials in key order, ASCII lower case, each ending in \0
@@ -232,14 +242,33 @@ type setBuilder struct {
 }
 
 // newSetBuilder starts a set of at most n entries whose serials take at
-// most text bytes with their \0 ends.
-func newSetBuilder(gen uint64, n, text int, dicts *listSet) *setBuilder {
-	mem := offheap.New()
-	ls := &listSet{mem: mem, gen: gen, other: map[uint32]string{},
-		lower: offheap.Make[byte](mem, 0, text), off: offheap.Make[uint32](mem, 0, n+1),
-		class: offheap.Make[uint8](mem, 0, n), pairs: offheap.Make[uint32](mem, 0, n),
-		typ: offheap.Make[uint16](mem, 0, n), orealm: offheap.Make[uint16](mem, 0, n), rset: offheap.Make[uint16](mem, 0, n),
-		roll: offheap.Make[uint16](mem, 0, n), flags: offheap.Make[uint8](mem, 0, n), orealms: []string{""}}
+// most text bytes with their \0 ends: in spare's memory when spare (a
+// recycled set, or nil) has room for it, else in new memory with room for
+// later patches to grow into. A spare without room is freed.
+func newSetBuilder(gen uint64, n, text int, dicts, spare *listSet) *setBuilder {
+	var ls *listSet
+	if spare != nil && spare.fits(n, text) {
+		ls = spare
+		ls.gen, ls.nonASCII = gen, false
+		clear(ls.other)
+		ls.lower, ls.off, ls.class, ls.pairs = ls.lower[:0], ls.off[:0], ls.class[:0], ls.pairs[:0]
+		ls.typ, ls.orealm, ls.rset, ls.roll, ls.flags = ls.typ[:0], ls.orealm[:0], ls.rset[:0], ls.roll[:0], ls.flags[:0]
+		ls.types, ls.orealms, ls.rsets, ls.rolls = nil, []string{""}, nil, nil
+	} else {
+		if spare != nil {
+			spare.mem.Free()
+		}
+		// Room for a sixteenth more, so that the patches after the
+		// tokens grew still fit in a recycled set.
+		n, text = n+n/16+64, min(text+text/16+64*(maxSerialLen+1), 1<<32-1)
+		mem := offheap.New()
+		ls = &listSet{mem: mem, gen: gen, other: map[uint32]string{},
+			lower: offheap.Make[byte](mem, 0, text), off: offheap.Make[uint32](mem, 0, n+1),
+			class: offheap.Make[uint8](mem, 0, n), pairs: offheap.Make[uint32](mem, 0, n),
+			typ: offheap.Make[uint16](mem, 0, n), orealm: offheap.Make[uint16](mem, 0, n), rset: offheap.Make[uint16](mem, 0, n),
+			roll: offheap.Make[uint16](mem, 0, n), flags: offheap.Make[uint8](mem, 0, n), orealms: []string{""}}
+		offheap.Attach(ls, mem)
+	}
 	b := &setBuilder{ls: ls, typeIdx: map[string]uint16{}, orealmIdx: map[string]uint16{}, rollIdx: map[string]uint16{}, rsetIdx: map[string]uint16{}}
 	if dicts != nil {
 		ls.types = slices.Clone(dicts.types)
@@ -454,18 +483,32 @@ func (b *setBuilder) copyFrom(old *listSet, from, to int) {
 	ls.flags = append(ls.flags, old.flags[from:to]...)
 }
 
+// fits reports whether ls's columns hold n entries of text bytes.
+func (ls *listSet) fits(n, text int) bool {
+	return cap(ls.lower) >= text && cap(ls.off) >= n+1 && cap(ls.class) >= n && cap(ls.pairs) >= n && cap(ls.typ) >= n &&
+		cap(ls.orealm) >= n && cap(ls.rset) >= n && cap(ls.roll) >= n && cap(ls.flags) >= n
+}
+
+// finish returns the set built, with one reference (the Service's), or
+// nil when a dictionary ran out of codes.
 func (b *setBuilder) finish() *listSet {
 	if b.full {
 		b.drop()
 		return nil
 	}
 	b.ls.off = append(b.ls.off, uint32(len(b.ls.lower)))
-	offheap.Attach(b.ls, b.ls.mem)
+	b.ls.refs.Store(1)
 	return b.ls
 }
 
-// drop frees the memory of a set that finish did not return.
-func (b *setBuilder) drop() { b.ls.mem.Free() }
+// drop frees the memory of a set that finish did not return; its columns
+// are dropped with it, so that it is never taken for a set with room.
+func (b *setBuilder) drop() {
+	ls := b.ls
+	ls.mem.Free()
+	ls.lower, ls.off, ls.class, ls.pairs = nil, nil, nil, nil
+	ls.typ, ls.orealm, ls.rset, ls.roll, ls.flags = nil, nil, nil, nil, nil
+}
 
 // bytes reads a length-prefixed field without copying it.
 func (r *attrReader) bytes() []byte {
@@ -494,8 +537,9 @@ func setText(n, total int) int {
 // sees (nil: the indexes are incomplete, a record is corrupt, or a
 // dictionary is too large). Its columns are sized from the counters of
 // tokens and of their serials' bytes, which the same snapshot keeps, so
-// that each is mapped once, at its final size.
-func buildListSet(tx store.Tx) *listSet {
+// that each is mapped once, at its final size. spare (or nil) is a
+// recycled set to build in (newSetBuilder).
+func buildListSet(tx store.Tx, spare *listSet) *listSet {
 	if !indexesComplete(tx) {
 		return nil
 	}
@@ -508,7 +552,7 @@ func buildListSet(tx store.Tx) *listSet {
 	if counts.Get([]byte(cntSerials)) == nil {
 		total = n * serialGuess // a file whose indexes lack the counter
 	}
-	b := newSetBuilder(readGen(tx), n, setText(n, total), nil)
+	b := newSetBuilder(readGen(tx), n, setText(n, total), nil, spare)
 	c := tx.Bucket(bucketAttr).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if !b.addAttr(k, v) || len(b.ls.lower) >= 1<<32-1<<16 {
@@ -520,9 +564,9 @@ func buildListSet(tx store.Tx) *listSet {
 }
 
 // patchListSet is old with the serials changed since its generation
-// re-read from tx, or nil when the log does not reach back (then the set
-// is rebuilt).
-func patchListSet(tx store.Tx, old *listSet) *listSet {
+// re-read from tx, built in spare when it has room (newSetBuilder), or
+// nil when the log does not reach back (then the set is rebuilt).
+func patchListSet(tx store.Tx, old, spare *listSet) *listSet {
 	gen := readGen(tx)
 	changed, ok := changedSince(tx, old.gen, gen)
 	if !ok || len(changed) > old.len()/8+64 || !indexesComplete(tx) {
@@ -533,7 +577,7 @@ func patchListSet(tx store.Tx, old *listSet) *listSet {
 	for _, c := range changed {
 		text += len(c) + 1
 	}
-	b := newSetBuilder(gen, old.len()+len(changed), text, old)
+	b := newSetBuilder(gen, old.len()+len(changed), text, old, spare)
 	ac := tx.Bucket(bucketAttr).Cursor()
 	var at []byte
 	pos := 0
@@ -569,39 +613,76 @@ func patchListSet(tx store.Tx, old *listSet) *listSet {
 
 // currentListSet returns the set of tx's generation, building or
 // patching it when this Service's is behind; nil when tx's snapshot is
-// older than the set, or no set can be built.
+// older than the set, or no set can be built. The caller holds a
+// reference to the set it gets and gives it back with releaseSet.
 func (s *Service) currentListSet(tx store.Tx) *listSet {
 	gen := readGen(tx)
-	if ls := s.lset.Load(); ls != nil && ls.gen == gen {
-		s.listSetUsed.Store(time.Now().UnixNano())
-		return ls
+	if ls := s.lset.Load(); ls != nil && ls.acquire() {
+		if ls.gen == gen {
+			s.listSetUsed.Store(time.Now().UnixNano())
+			return ls
+		}
+		s.releaseSet(ls)
 	}
 	s.listSetMu.Lock()
 	defer s.listSetMu.Unlock()
 	old := s.lset.Load()
 	if old != nil && old.gen == gen {
+		old.refs.Add(1) // the Service's reference keeps it above zero
 		s.listSetUsed.Store(time.Now().UnixNano())
 		return old
 	}
 	if old != nil && old.gen > gen {
 		return nil
 	}
+	spare := s.spareSet.Swap(nil)
 	var ls *listSet
 	if old != nil {
-		ls = patchListSet(tx, old)
+		ls = patchListSet(tx, old, spare)
 	}
 	if ls == nil {
-		ls = buildListSet(tx)
+		ls = buildListSet(tx, spare)
 	}
 	if ls == nil {
 		return nil
 	}
+	ls.refs.Add(1) // the caller's
 	s.lset.Store(ls)
 	s.listSetUsed.Store(time.Now().UnixNano())
-	if old == nil {
+	if old != nil {
+		s.releaseSet(old) // the Service's reference
+	} else {
 		s.scheduleSetDrop(listSetIdle)
 	}
 	return ls
+}
+
+// acquire takes a reference to ls unless nothing holds one any more (it
+// is being recycled).
+func (ls *listSet) acquire() bool {
+	for {
+		n := ls.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if ls.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// releaseSet gives back a reference to ls. The last one recycles it: it
+// becomes the spare the next patch or build writes into, or, when there
+// is one already, its memory is freed.
+func (s *Service) releaseSet(ls *listSet) {
+	if ls.refs.Add(-1) != 0 {
+		return
+	}
+	// Without a current set (dropped for idleness) nothing will patch
+	// soon: free it.
+	if s.lset.Load() == nil || !s.spareSet.CompareAndSwap(nil, ls) {
+		ls.mem.Free()
+	}
 }
 
 // WarmListSet builds the in-memory list set now, so that the first broad
@@ -614,13 +695,15 @@ func (s *Service) WarmListSet(ctx context.Context) error {
 		return err
 	}
 	return s.cfg.Store.View(ctx, func(tx store.Tx) error {
-		s.currentListSet(tx)
+		if ls := s.currentListSet(tx); ls != nil {
+			s.releaseSet(ls)
+		}
 		return nil
 	})
 }
 
-// scheduleSetDrop drops the set once it has not been used for
-// listSetIdle.
+// scheduleSetDrop drops the set, and the spare, once the set has not
+// been used for listSetIdle.
 func (s *Service) scheduleSetDrop(after time.Duration) {
 	time.AfterFunc(after, func() {
 		s.listSetMu.Lock()
@@ -630,7 +713,10 @@ func (s *Service) scheduleSetDrop(after time.Duration) {
 		}
 		idle := time.Since(time.Unix(0, s.listSetUsed.Load()))
 		if idle >= listSetIdle {
-			s.lset.Store(nil)
+			s.releaseSet(s.lset.Swap(nil))
+			if spare := s.spareSet.Swap(nil); spare != nil {
+				spare.mem.Free()
+			}
 			return
 		}
 		s.scheduleSetDrop(listSetIdle - idle)

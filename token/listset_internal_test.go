@@ -34,7 +34,7 @@ func wantSetCurrent(t *testing.T, s *Service) {
 		if ls == nil || ls.gen != readGen(tx) {
 			t.Fatalf("the list set is not of the store's generation %d", readGen(tx))
 		}
-		fresh := buildListSet(tx)
+		fresh := buildListSet(tx, nil)
 		if fresh == nil {
 			t.Fatal("no set built")
 		}
@@ -306,14 +306,17 @@ func TestListSetSizedUpFront(t *testing.T) {
 		if got, want := readCounter(tx.Bucket(bucketCounts), cntSerials), sumSerials(t, tx); got != want {
 			t.Fatalf("the serials' counter is %d, the serials have %d bytes", got, want)
 		}
-		ls = buildListSet(tx)
+		ls = buildListSet(tx, nil)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	noGrowth("build", ls)
-	if len(ls.lower) != cap(ls.lower) || len(ls.off) != cap(ls.off) || len(ls.typ) != cap(ls.typ) {
-		t.Fatalf("build: text %d of %d bytes, offsets %d of %d, codes %d of %d: not sized exactly",
+	// Sized from the counters, with a sixteenth (and 64 entries) of room
+	// for the patches to come.
+	n := ls.len()
+	if room := n/16 + 64; cap(ls.lower) != len(ls.lower)+len(ls.lower)/16+64*(maxSerialLen+1) || cap(ls.off) != len(ls.off)+room || cap(ls.typ) != len(ls.typ)+room {
+		t.Fatalf("build: text %d of %d bytes, offsets %d of %d, codes %d of %d: not sized from the counters with a sixteenth of room",
 			len(ls.lower), cap(ls.lower), len(ls.off), cap(ls.off), len(ls.typ), cap(ls.typ))
 	}
 
@@ -342,7 +345,7 @@ func TestListSetSizedUpFront(t *testing.T) {
 		if got, want := readCounter(tx.Bucket(bucketCounts), cntSerials), sumSerials(t, tx); got != want {
 			t.Fatalf("after changes the serials' counter is %d, the serials have %d bytes", got, want)
 		}
-		patched, fresh = patchListSet(tx, ls), buildListSet(tx)
+		patched, fresh = patchListSet(tx, ls, nil), buildListSet(tx, nil)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -353,6 +356,45 @@ func TestListSetSizedUpFront(t *testing.T) {
 		t.Fatalf("the patched set differs from a fresh build:\n got  %v\n want %v", got, want)
 	}
 
+	// The first set, no longer read, recycled: the next patch is written
+	// into its memory and leaves nothing of what it held.
+	for i := range 5 {
+		tok := randomToken(r, 2000+i)
+		put(t, s, nil, tok)
+	}
+	oldMem := ls.mem
+	var again *listSet
+	if err := st.View(t.Context(), func(tx store.Tx) error {
+		again, fresh = patchListSet(tx, patched, ls), buildListSet(tx, nil)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if again != ls || again.mem != oldMem {
+		t.Fatal("the patch did not reuse the recycled set")
+	}
+	noGrowth("patch into a recycled set", again)
+	if got, want := setRows(again), setRows(fresh); !slices.Equal(got, want) {
+		t.Fatalf("the set patched into recycled memory differs from a fresh build:\n got  %v\n want %v", got, want)
+	}
+	// A recycled set without room is freed, and the patch made anew.
+	small := newSetBuilder(0, 1, 1, nil, nil).finish()
+	smallMem := small.mem
+	if smallMem.Size() == 0 {
+		t.Fatal("the small set's columns are on the heap: the check below would prove nothing")
+	}
+	if err := st.View(t.Context(), func(tx store.Tx) error {
+		if patchListSet(tx, again, small) == small {
+			t.Error("a recycled set without room was used")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if smallMem.Size() != 0 {
+		t.Error("a recycled set without room was not freed")
+	}
+
 	// Indexes without the counter: a correct set, and BuildIndexes (at
 	// start) counts the serials once.
 	if err := st.Update(t.Context(), func(tx store.Tx) error {
@@ -361,7 +403,7 @@ func TestListSetSizedUpFront(t *testing.T) {
 		t.Fatal(err)
 	}
 	var guessed *listSet
-	if err := st.View(t.Context(), func(tx store.Tx) error { guessed = buildListSet(tx); return nil }); err != nil {
+	if err := st.View(t.Context(), func(tx store.Tx) error { guessed = buildListSet(tx, nil); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if guessed == nil || !slices.Equal(setRows(guessed), setRows(fresh)) {

@@ -193,8 +193,11 @@ type Service struct {
 	// holds; listSetMu serialises its builds; listSetUsed is the time of
 	// its last use (Unix ns); setMinWork is the walk above which a list
 	// uses it.
-	lset        atomic.Pointer[listSet]
-	listSetMu   sync.Mutex
+	lset      atomic.Pointer[listSet]
+	listSetMu sync.Mutex
+	// spareSet is a set no list reads any more, whose memory the next
+	// patch or build fills again (listset.go, recycle).
+	spareSet    atomic.Pointer[listSet]
 	listSetUsed atomic.Int64
 	setMinWork  int
 	// onRemove runs in every transaction that removes a token (OnRemove).
