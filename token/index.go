@@ -151,12 +151,18 @@ func encodeAttr(t *Token) []byte {
 	return b
 }
 
+// attrReader reads the binary forms of the index records and of the
+// stored records' heads (Stats) without copying; the first error sticks
+// (bad) and every later read returns zero values.
 type attrReader struct {
 	b   []byte
 	bad bool
 }
 
 func (r *attrReader) uvarint() uint64 {
+	if r.bad {
+		return 0
+	}
 	v, n := binary.Uvarint(r.b)
 	if n <= 0 {
 		r.bad = true
@@ -167,6 +173,9 @@ func (r *attrReader) uvarint() uint64 {
 }
 
 func (r *attrReader) varint() int64 {
+	if r.bad {
+		return 0
+	}
 	v, n := binary.Varint(r.b)
 	if n <= 0 {
 		r.bad = true
@@ -187,8 +196,20 @@ func (r *attrReader) str() string {
 	return s
 }
 
+// bytes reads a length-prefixed field without copying it.
+func (r *attrReader) bytes() []byte {
+	n := r.uvarint()
+	if r.bad || n > uint64(len(r.b)) {
+		r.bad = true
+		return nil
+	}
+	v := r.b[:n:n]
+	r.b = r.b[n:]
+	return v
+}
+
 func (r *attrReader) byte1() byte {
-	if len(r.b) == 0 {
+	if r.bad || len(r.b) == 0 {
 		r.bad = true
 		return 0
 	}

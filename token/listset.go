@@ -510,18 +510,6 @@ func (b *setBuilder) drop() {
 	ls.typ, ls.orealm, ls.rset, ls.roll, ls.flags = nil, nil, nil, nil, nil
 }
 
-// bytes reads a length-prefixed field without copying it.
-func (r *attrReader) bytes() []byte {
-	n := r.uvarint()
-	if r.bad || n > uint64(len(r.b)) {
-		r.bad = true
-		return nil
-	}
-	s := r.b[:n]
-	r.b = r.b[n:]
-	return s
-}
-
 // serialGuess is the serial length the set assumes when the store does
 // not count the serials' bytes: privacyIDEA's generated serials (a
 // four-letter prefix and eight hex digits).

@@ -3,7 +3,6 @@ package token
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 
 	"github.com/authsrv/authsrv/store"
 )
@@ -117,7 +116,7 @@ func peekHead(serial, raw []byte) (recordHead, bool) {
 		}
 		return recordHead{active: t.Active, assigned: t.Assigned(), kind: []byte(t.Info[InfoTokenKind])}, true
 	}
-	p := headReader{b: raw[1:]}
+	p := attrReader{b: raw[1:]}
 	if p.uvarint() != schema {
 		t, err := decodeRecord(string(serial), raw)
 		if err != nil {
@@ -127,12 +126,12 @@ func peekHead(serial, raw []byte) (recordHead, bool) {
 	}
 	var h recordHead
 	p.uvarint() // id
-	p.str()     // serial
-	p.str()     // type
-	p.str()     // description
+	p.bytes()   // serial
+	p.bytes()   // type
+	p.bytes()   // description
 	flags := p.byte1()
 	h.active = flags&flagActive != 0
-	p.str() // rollout state
+	p.bytes() // rollout state
 	p.varint()
 	p.uvarint() // count
 	for range 4 {
@@ -140,73 +139,21 @@ func peekHead(serial, raw []byte) (recordHead, bool) {
 	}
 	n := p.uvarint()
 	for i := uint64(0); i < n && !p.bad; i++ {
-		k, v := p.str(), p.str()
+		k, v := p.bytes(), p.bytes()
 		if bytes.Equal(k, infoKindKey) {
 			h.kind = v
 		}
 	}
 	if realms := p.uvarint(); realms > 0 {
 		for i := uint64(0); i < realms-1 && !p.bad; i++ {
-			p.str()
+			p.bytes()
 		}
 	}
 	if flags&flagOwner != 0 {
-		p.str() // login
-		p.str() // realm
-		p.str() // resolver
-		h.assigned = len(p.str()) > 0
+		p.bytes() // login
+		p.bytes() // realm
+		p.bytes() // resolver
+		h.assigned = len(p.bytes()) > 0
 	}
 	return h, !p.bad
-}
-
-// headReader reads the binary record form without copying; the first
-// error sticks.
-type headReader struct {
-	b   []byte
-	bad bool
-}
-
-func (r *headReader) uvarint() uint64 {
-	if r.bad {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.bad = true
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *headReader) varint() {
-	if r.bad {
-		return
-	}
-	if _, n := binary.Varint(r.b); n <= 0 {
-		r.bad = true
-	} else {
-		r.b = r.b[n:]
-	}
-}
-
-func (r *headReader) byte1() byte {
-	if r.bad || len(r.b) == 0 {
-		r.bad = true
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
-
-func (r *headReader) str() []byte {
-	n := r.uvarint()
-	if r.bad || n > uint64(len(r.b)) {
-		r.bad = true
-		return nil
-	}
-	v := r.b[:n:n]
-	r.b = r.b[n:]
-	return v
 }
