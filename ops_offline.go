@@ -54,6 +54,9 @@ func (s *Server) offlineBinding(ctx context.Context, serial string) (machine.Bin
 	if !ok {
 		return machine.Binding{}, nil, false, nil
 	}
+	if has, err := s.machineTokens.HasBindings(ctx, machine.OfflineName); err != nil || !has {
+		return machine.Binding{}, app, false, err
+	}
 	list, err := s.machineTokens.List(ctx, machine.Query{Serial: serial, Application: machine.OfflineName})
 	if err != nil || len(list.Tokens) == 0 {
 		return machine.Binding{}, app, false, err

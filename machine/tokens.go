@@ -134,6 +134,9 @@ type TokensConfig struct {
 // authentication items of the applications.
 type Tokens struct {
 	cfg TokensConfig
+	// has is, per application, whether any token is attached to it, at
+	// one configuration revision (HasBindings).
+	has store.RevCache[bool]
 }
 
 // NewTokens returns the machine token service.
@@ -284,18 +287,58 @@ func serialKey(serial string, id int) []byte {
 	return append(k, store.Uint64Key(uint64(id))...)
 }
 
+// putBinding writes rec and bumps the configuration revision: the
+// bindings are configuration (HasBindings keeps its answers per revision).
 func putBinding(tx store.Tx, rec bindingRecord) error {
 	if err := store.PutJSON(tx.Bucket(bindingBucket), store.Uint64Key(uint64(rec.ID)), rec); err != nil {
 		return err
 	}
-	return tx.Bucket(bindingSerialIndex).Put(serialKey(rec.Serial, rec.ID), []byte{})
+	if err := tx.Bucket(bindingSerialIndex).Put(serialKey(rec.Serial, rec.ID), []byte{}); err != nil {
+		return err
+	}
+	_, err := store.BumpConfigRevision(tx)
+	return err
 }
 
+// deleteBinding deletes rec and bumps the configuration revision.
 func deleteBinding(tx store.Tx, rec bindingRecord) error {
 	if err := tx.Bucket(bindingBucket).Delete(store.Uint64Key(uint64(rec.ID))); err != nil {
 		return err
 	}
-	return tx.Bucket(bindingSerialIndex).Delete(serialKey(rec.Serial, rec.ID))
+	if err := tx.Bucket(bindingSerialIndex).Delete(serialKey(rec.Serial, rec.ID)); err != nil {
+		return err
+	}
+	_, err := store.BumpConfigRevision(tx)
+	return err
+}
+
+// HasBindings reports whether any token is attached to application app.
+// The answer is kept per configuration revision, which every change of a
+// binding bumps: a request pinned to a revision (store.WithRevision) gets
+// it without a store read once it is known. The authentication hot path
+// asks it before it looks for a token's offline binding, which most sites
+// never make.
+func (s *Tokens) HasBindings(ctx context.Context, app string) (bool, error) {
+	if rev, ok := store.RevisionFrom(ctx); ok {
+		if has, ok := s.has.GetAt(rev, app); ok {
+			return has, nil
+		}
+	}
+	var has bool
+	err := s.cfg.Store.View(ctx, func(tx store.Tx) error {
+		if v, ok := s.has.Get(tx, app); ok {
+			has = v
+			return nil
+		}
+		all, err := allBindings(tx)
+		if err != nil {
+			return err
+		}
+		has = slices.ContainsFunc(all, func(r bindingRecord) bool { return r.Application == app })
+		s.has.Put(tx, app, has)
+		return nil
+	})
+	return has, err
 }
 
 // allBindings decodes every binding in id order.

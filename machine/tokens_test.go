@@ -546,3 +546,54 @@ func TestDescribeApps(t *testing.T) {
 		t.Errorf("names = %v", names)
 	}
 }
+
+// TestHasBindings: whether an application has any binding follows
+// attachments and detachments at once, also on a second service on the
+// same store (another node), and a request pinned to the current
+// revision gets it too.
+func TestHasBindings(t *testing.T) {
+	e := newMTEnv(t)
+	ctx := t.Context()
+	other := machine.NewTokens(machine.TokensConfig{Store: e.st, Tokens: e.toks, Machines: mtMachines,
+		Apps: machine.NewApps(machine.NewSSH(e.sids), machine.NewLUKS(e.toks, e.rand))})
+	has := func(mt *machine.Tokens, ctx context.Context, app string) bool {
+		t.Helper()
+		ok, err := mt.HasBindings(ctx, app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	revision := func() uint64 {
+		var rev uint64
+		if err := e.st.View(ctx, func(tx store.Tx) error { rev = store.ConfigRevision(tx); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return rev
+	}
+	before := revision()
+	if has(e.mt, ctx, "luks") || has(other, ctx, "luks") {
+		t.Fatal("no binding yet, but HasBindings says luks has one")
+	}
+	id := e.attach(t, machine.AttachRequest{Serial: "UBOM1", Application: "luks", Machine: machine.MachineRef{Hostname: "gandalf"}})
+	after := revision()
+	if after == before {
+		t.Fatal("an attachment did not bump the configuration revision")
+	}
+	if !has(e.mt, ctx, "luks") || !has(other, ctx, "luks") {
+		t.Error("after an attachment HasBindings says luks has none")
+	}
+	if has(e.mt, ctx, "ssh") {
+		t.Error("HasBindings says ssh has a binding; only luks has")
+	}
+	// Pinned to the current revision: the answer kept for it.
+	if !has(e.mt, store.WithRevision(ctx, after), "luks") {
+		t.Error("pinned to the current revision, HasBindings says luks has none")
+	}
+	if n, err := e.mt.Detach(ctx, machine.DetachRequest{Serial: "UBOM1", Application: "luks", ID: id}); err != nil || n != 1 {
+		t.Fatalf("detach: %d, %v", n, err)
+	}
+	if has(e.mt, ctx, "luks") || has(other, ctx, "luks") {
+		t.Error("after the detachment HasBindings still says luks has one")
+	}
+}

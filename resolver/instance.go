@@ -238,9 +238,16 @@ func (in *Instance) forget(uid, login string) {
 // Instance returns the live resolver name, building it when its definition
 // changed since the last call (here or on another node).
 func (s *Service) Instance(ctx context.Context, name string) (*Instance, error) {
+	k := strings.ToLower(name)
+	// A request pinned to a revision (store.WithRevision) takes the
+	// instance built at that revision without a read of its own.
+	if rev, ok := store.RevisionFrom(ctx); ok {
+		if in, ok := s.live.GetAt(rev, k); ok {
+			return in, nil
+		}
+	}
 	var rec record
 	found := false
-	k := strings.ToLower(name)
 	var live *Instance
 	var cfgRev uint64
 	if err := s.st.View(ctx, func(tx store.Tx) error {

@@ -38,15 +38,23 @@ type req struct {
 func (v *Validator) Check(ctx context.Context, r Request) (Response, error) {
 	a := v.newAuditor(r, ActionCheck, EventCheck, true)
 	var res Response
+	var rev uint64
+	pinned := false
 	err := v.pre(ctx, a, &r)
 	if err == nil {
-		res, err = v.check(ctx, r, a)
+		res, rev, pinned, err = v.check(ctx, r, a)
 	}
 	if err == nil && res.SendFailed && r.RaiseSendError {
 		err = apierr.New(apierr.Server, res.Message)
 	}
 	if err == nil {
-		res.AuthItems = v.authItems(ctx, r, res)
+		// The items follow the configuration the request decided with
+		// (the machine bindings are configuration).
+		ictx := ctx
+		if pinned {
+			ictx = store.WithRevision(ctx, rev)
+		}
+		res.AuthItems = v.authItems(ictx, r, res)
 		if r.SAMLAttributes && r.Serial == "" {
 			res.SAMLAttributes = v.samlAttributes(ctx, res)
 		}
@@ -58,19 +66,23 @@ func (v *Validator) Check(ctx context.Context, r Request) (Response, error) {
 	return res, err
 }
 
-// check is Check before the audit.
-func (v *Validator) check(ctx context.Context, r Request, a *auditor) (Response, error) {
+// check is Check before the audit. rev is the configuration revision of
+// the request's policies, when pinned says it has them.
+func (v *Validator) check(ctx context.Context, r Request, a *auditor) (res Response, rev uint64, pinned bool, err error) {
 	if r.CancelEnrollment {
-		return v.cancelEnrollment(ctx, r, a)
+		res, err = v.cancelEnrollment(ctx, r, a)
+		return res, 0, false, err
 	}
 	if r.Serial == "" && r.User == "" {
-		return Response{}, ErrNoTarget
+		return Response{}, 0, false, ErrNoTarget
 	}
 	q, err := v.start(ctx, r, a)
 	if err != nil {
-		return Response{}, err
+		return Response{}, 0, false, err
 	}
-	var res Response
+	if q.pol.snap != nil {
+		rev, pinned = q.pol.snap.Revision(), true
+	}
 	if q.r.Serial != "" {
 		res, err = q.serialPath(ctx)
 	} else {
@@ -83,7 +95,7 @@ func (v *Validator) check(ctx context.Context, r Request, a *auditor) (Response,
 		res, err = q.post.apply(ctx, res)
 	}
 	q.kdf.uniform(ctx, v, q.r.Pass, res, err)
-	return res, err
+	return res, rev, pinned, err
 }
 
 // start checks the serial and user of r, takes the policies and resolves
