@@ -43,6 +43,19 @@ func (l *Lifecycle) Enter() bool {
 	return true
 }
 
+// Begin starts a call of a backend method: ctx's error when it is done,
+// ErrClosed after Close began, else nil, and the caller must call Done
+// when it returns.
+func (l *Lifecycle) Begin(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !l.Enter() {
+		return ErrClosed
+	}
+	return nil
+}
+
 // Done ends a call that Enter registered.
 func (l *Lifecycle) Done() { l.inflight.Done() }
 

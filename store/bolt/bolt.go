@@ -226,11 +226,8 @@ func (db *DB) Close() error {
 // fn must not call Update or Close on the same DB: a write that has to grow
 // the file waits for open read transactions, so it would wait forever.
 func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
-	if err := ctx.Err(); err != nil {
+	if err := db.life.Begin(ctx); err != nil {
 		return err
-	}
-	if !db.life.Enter() {
-		return store.ErrClosed
 	}
 	defer db.life.Done()
 	btx, err := db.bdb.Begin(false)
@@ -270,11 +267,8 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 
 // update is Update; probe marks the write probe.
 func (db *DB) update(ctx context.Context, fn func(store.Tx) error, probe bool) error {
-	if err := ctx.Err(); err != nil {
+	if err := db.life.Begin(ctx); err != nil {
 		return err
-	}
-	if !db.life.Enter() {
-		return store.ErrClosed
 	}
 	defer db.life.Done()
 	c := &call{fn: fn, wake: make(chan struct{}, 1), probe: probe}
@@ -302,11 +296,8 @@ func (db *DB) update(ctx context.Context, fn func(store.Tx) error, probe bool) e
 // transaction, while other calls go on. The copy is a bbolt file that Open
 // accepts. It stops when ctx is done.
 func (db *DB) Snapshot(ctx context.Context, w io.Writer) (int64, error) {
-	if err := ctx.Err(); err != nil {
+	if err := db.life.Begin(ctx); err != nil {
 		return 0, err
-	}
-	if !db.life.Enter() {
-		return 0, store.ErrClosed
 	}
 	defer db.life.Done()
 	btx, err := db.bdb.Begin(false)

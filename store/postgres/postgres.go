@@ -368,11 +368,8 @@ func (s *Store) Ping(ctx context.Context) error {
 // *PanicError. When ctx is already done, View returns its error without
 // running fn.
 func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
-	if err := ctx.Err(); err != nil {
+	if err := s.life.Begin(ctx); err != nil {
 		return err
-	}
-	if !s.life.Enter() {
-		return store.ErrClosed
 	}
 	defer s.life.Done()
 	vc := &viewConn{s: s}
@@ -490,11 +487,8 @@ func (v *viewConn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 // A write the database refuses (disk full, a read-only server) returns a
 // *store.WriteError, and WriteHealth tracks it.
 func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
-	if err := ctx.Err(); err != nil {
+	if err := s.life.Begin(ctx); err != nil {
 		return err
-	}
-	if !s.life.Enter() {
-		return store.ErrClosed
 	}
 	defer s.life.Done()
 	return s.update(ctx, fn)
